@@ -1,0 +1,696 @@
+//! `Blob`: shared storage + shape + view position, with a lazily created
+//! diff companion (Caffe) and the NeoML constructors.
+//!
+//! A `Blob` value is a handle: cloning it (`Clone`) gives another handle to
+//! the same blob, as NeoML's `CPtr` and Caffe's `shared_ptr` do. Use
+//! [`Blob::copy`] for an independent deep copy and [`Blob::clone_zeroed`]
+//! for NeoML's `GetClone`.
+//!
+//! Every method takes `&self`; blobs are `Send + Sync`. Data access from
+//! safe Rust goes through guards that register borrows with the storage, so
+//! two handles, windows or slices that alias the same memory can never
+//! produce overlapping `&mut` slices: a conflicting access is `Error::Busy`.
+
+use crate::dtype::{DType, Element};
+use crate::engine::Engine;
+use crate::error::{err, Error, Result};
+use crate::shape::{BlobDim, Shape};
+use crate::storage::{Borrow, Head, ReleaseFn, Storage};
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// A tensor: dtype + shape over shared, lazily allocated storage.
+#[derive(Clone)]
+pub struct Blob {
+    pub(crate) inner: Arc<BlobInner>,
+}
+
+pub(crate) struct BlobInner {
+    engine: Engine,
+    dtype: DType,
+    state: RwLock<State>,
+    pub(crate) buffers: Mutex<Vec<HeldBuffer>>,
+    diff: Mutex<Option<Blob>>,
+    /// True for the diff companion of another blob: its shape follows the owner's.
+    companion: bool,
+}
+
+pub(crate) struct State {
+    pub(crate) shape: Shape,
+    pub(crate) storage: Arc<Storage>,
+    /// Offset of element 0, in elements, into the storage.
+    pub(crate) offset: usize,
+    /// Elements available from `offset` (Caffe's capacity).
+    pub(crate) capacity: usize,
+    pub(crate) view: Option<View>,
+}
+
+pub(crate) struct View {
+    pub(crate) parent: Blob,
+    pub(crate) kind: ViewKind,
+}
+
+pub(crate) enum ViewKind {
+    /// A NeoML window over axis 0: `rows` parent rows of `row` elements
+    /// each, starting at parent row `pos`.
+    Window { pos: usize, rows: usize, row: usize },
+    /// A Serrano slice by these leading indices.
+    Slice { index: Vec<usize> },
+}
+
+/// An entry of the LIFO buffer stack (see `buffer.rs`).
+pub(crate) struct HeldBuffer {
+    pub(crate) addr: usize,
+    pub(crate) pos: usize,
+    pub(crate) size: usize,
+    /// Keeps the memory alive (and the blob busy) while the buffer is held.
+    pub(crate) _storage: Arc<Storage>,
+}
+
+/// A snapshot of where a blob's elements are: what every operation works on.
+#[derive(Clone)]
+pub(crate) struct Region {
+    pub(crate) storage: Arc<Storage>,
+    /// In elements.
+    pub(crate) offset: usize,
+    pub(crate) shape: Shape,
+    pub(crate) dtype: DType,
+}
+
+pub(crate) fn read_lock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    // Critical sections only assign fields, so a poisoned lock holds consistent data.
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn write_lock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Region {
+    pub(crate) fn count(&self) -> usize {
+        self.shape.count()
+    }
+
+    /// Byte range `[start, end)` in the storage.
+    pub(crate) fn byte_range(&self) -> (usize, usize) {
+        let es = self.dtype.size();
+        let start = self.offset * es;
+        (start, start + self.count() * es)
+    }
+
+    /// True when both regions share at least one byte.
+    pub(crate) fn overlaps(&self, other: &Region) -> bool {
+        let (a0, a1) = self.byte_range();
+        let (b0, b1) = other.byte_range();
+        Arc::ptr_eq(&self.storage, &other.storage) && a0 < b1 && b0 < a1
+    }
+
+    /// True when both regions cover exactly the same bytes.
+    pub(crate) fn same_bytes(&self, other: &Region) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage) && self.byte_range() == other.byte_range()
+    }
+
+    fn checked_range(&self) -> Result<(usize, usize)> {
+        let (s, e) = self.byte_range();
+        if e > self.storage.len() {
+            return Err(err!(Internal, "region [{s}, {e}) exceeds storage of {} bytes", self.storage.len()));
+        }
+        Ok((s, e))
+    }
+
+    /// Shared access to the region's bytes, synced to the host.
+    pub(crate) fn read(&self) -> Result<HostRef> {
+        let (s, e) = self.checked_range()?;
+        let borrow = self.storage.borrow(s, e, false)?;
+        let base = self.storage.host_read()?;
+        // SAFETY: s <= storage.len(), so the offset stays inside the allocation.
+        let ptr = unsafe { base.as_ptr().add(s) };
+        Ok(HostRef { _borrow: borrow, ptr, len: e - s })
+    }
+
+    /// Exclusive access to the region's bytes; the head moves to the host.
+    pub(crate) fn write(&self) -> Result<HostMut> {
+        let (s, e) = self.checked_range()?;
+        let borrow = self.storage.borrow(s, e, true)?;
+        let base = self.storage.host_write()?;
+        // SAFETY: s <= storage.len(), so the offset stays inside the allocation.
+        let ptr = unsafe { base.as_ptr().add(s) };
+        Ok(HostMut { _borrow: borrow, ptr, len: e - s })
+    }
+}
+
+/// Shared, borrow-registered access to a byte range of host memory.
+pub(crate) struct HostRef {
+    _borrow: Borrow,
+    ptr: *const u8,
+    len: usize,
+}
+
+/// Exclusive, borrow-registered access to a byte range of host memory.
+pub(crate) struct HostMut {
+    _borrow: Borrow,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the borrow registration makes the access exclusive (HostMut) or
+// shared-with-readers-only (HostRef) across all threads, like &mut / &.
+unsafe impl Send for HostRef {}
+// SAFETY: see above.
+unsafe impl Sync for HostRef {}
+// SAFETY: see above.
+unsafe impl Send for HostMut {}
+// SAFETY: see above.
+unsafe impl Sync for HostMut {}
+
+impl HostRef {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes while the storage lives (the
+        // borrow holds an Arc), and no exclusive borrow overlaps ours.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub(crate) fn typed<T: Element>(&self) -> &[T] {
+        debug_assert_eq!(self.ptr as usize % std::mem::align_of::<T>(), 0);
+        // SAFETY: storage bases are 64-aligned (or checked at wrap time to be
+        // element-aligned) and offsets are whole elements, so ptr is aligned
+        // for T; T is plain old data (Element's contract).
+        unsafe { std::slice::from_raw_parts(self.ptr as *const T, self.len / std::mem::size_of::<T>()) }
+    }
+}
+
+impl HostMut {
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as HostRef::bytes, and our borrow is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    pub(crate) fn typed_mut<T: Element>(&mut self) -> &mut [T] {
+        debug_assert_eq!(self.ptr as usize % std::mem::align_of::<T>(), 0);
+        // SAFETY: see HostRef::typed; the borrow is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, self.len / std::mem::size_of::<T>()) }
+    }
+
+    pub(crate) fn typed<T: Element>(&self) -> &[T] {
+        // SAFETY: see HostRef::typed.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const T, self.len / std::mem::size_of::<T>()) }
+    }
+}
+
+impl Blob {
+    // ----------------------------------------------------------------- creation
+
+    fn from_parts(engine: &Engine, dtype: DType, state: State, companion: bool) -> Blob {
+        Blob {
+            inner: Arc::new(BlobInner {
+                engine: engine.clone(),
+                dtype,
+                state: RwLock::new(state),
+                buffers: Mutex::new(Vec::new()),
+                diff: Mutex::new(None),
+                companion,
+            }),
+        }
+    }
+
+    fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
+        let bytes = shape.byte_size(dtype)?;
+        let capacity = shape.count();
+        let state = State { shape, storage: Storage::lazy(bytes), offset: 0, capacity, view: None };
+        Ok(Blob::from_parts(engine, dtype, state, companion))
+    }
+
+    /// A blob of this shape on `engine`. Nothing is allocated until the
+    /// data is first touched, and it then reads as zeros.
+    pub fn new(engine: &Engine, dtype: DType, shape: Shape) -> Result<Blob> {
+        Blob::new_impl(engine, dtype, shape, false)
+    }
+
+    /// A blob with these dims (any rank 0..=32; NeoML's `CreateTensor`,
+    /// whose dims fill the named dims from BatchLength on).
+    pub fn tensor(engine: &Engine, dtype: DType, dims: &[usize]) -> Result<Blob> {
+        Blob::new(engine, dtype, Shape::new(dims)?)
+    }
+
+    /// A rank-1 blob of `n` elements (NeoML `CreateVector`: BatchLength = n).
+    pub fn vector(engine: &Engine, dtype: DType, n: usize) -> Result<Blob> {
+        Blob::tensor(engine, dtype, &[n])
+    }
+
+    /// A rank-2 blob (NeoML `CreateMatrix`: BatchLength = height, BatchWidth = width).
+    pub fn matrix(engine: &Engine, dtype: DType, height: usize, width: usize) -> Result<Blob> {
+        Blob::tensor(engine, dtype, &[height, width])
+    }
+
+    /// NeoML `CreateDataBlob`: rank 7 with BatchLength, BatchWidth and Channels set.
+    pub fn data(engine: &Engine, dtype: DType, batch_length: usize, batch_width: usize, channels: usize) -> Result<Blob> {
+        Blob::tensor(engine, dtype, &[batch_length, batch_width, 1, 1, 1, 1, channels])
+    }
+
+    /// NeoML `CreateListBlob`: rank 7 with BatchLength, BatchWidth, ListSize and Channels set.
+    pub fn list(
+        engine: &Engine,
+        dtype: DType,
+        batch_length: usize,
+        batch_width: usize,
+        list_size: usize,
+        channels: usize,
+    ) -> Result<Blob> {
+        Blob::tensor(engine, dtype, &[batch_length, batch_width, list_size, 1, 1, 1, channels])
+    }
+
+    /// NeoML `Create2DImageBlob`: rank 7 with Height and Width set.
+    pub fn image2d(
+        engine: &Engine,
+        dtype: DType,
+        batch_length: usize,
+        batch_width: usize,
+        height: usize,
+        width: usize,
+        channels: usize,
+    ) -> Result<Blob> {
+        Blob::tensor(engine, dtype, &[batch_length, batch_width, 1, height, width, 1, channels])
+    }
+
+    /// NeoML `Create3DImageBlob`: rank 7 with Height, Width and Depth set.
+    #[allow(clippy::too_many_arguments)]
+    pub fn image3d(
+        engine: &Engine,
+        dtype: DType,
+        batch_length: usize,
+        batch_width: usize,
+        height: usize,
+        width: usize,
+        depth: usize,
+        channels: usize,
+    ) -> Result<Blob> {
+        Blob::tensor(engine, dtype, &[batch_length, batch_width, 1, height, width, depth, channels])
+    }
+
+    /// A blob holding a copy of `data` (length must equal the element count).
+    pub fn from_slice<T: Element>(engine: &Engine, dims: &[usize], data: &[T]) -> Result<Blob> {
+        let b = Blob::tensor(engine, T::DTYPE, dims)?;
+        b.copy_from_slice(data)?;
+        Ok(b)
+    }
+
+    /// Wraps memory the caller owns, without copying (Caffe `set_cpu_data`,
+    /// OpenVINO `make_shared_blob(desc, ptr)`). `release` runs exactly once
+    /// when the last blob, view or buffer using the memory lets go. On error
+    /// nothing is taken: `release` is dropped without being called.
+    ///
+    /// `byte_len` may exceed the shape's size (the rest is capacity); `ptr`
+    /// must be aligned to the element size.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `byte_len` bytes until
+    /// `release` runs (forever if it is `None`).
+    pub unsafe fn wrap(
+        engine: &Engine,
+        dtype: DType,
+        shape: Shape,
+        ptr: NonNull<u8>,
+        byte_len: usize,
+        release: Option<ReleaseFn>,
+    ) -> Result<Blob> {
+        let need = shape.byte_size(dtype)?;
+        if byte_len < need {
+            return Err(err!(
+                InvalidArgument,
+                "{byte_len} bytes cannot hold {shape} of {dtype} ({need} bytes needed)"
+            ));
+        }
+        if ptr.as_ptr() as usize % dtype.size() != 0 {
+            return Err(err!(
+                InvalidArgument,
+                "memory at {:p} is not aligned to the {}-byte elements of {dtype}",
+                ptr.as_ptr(),
+                dtype.size()
+            ));
+        }
+        // SAFETY: forwarded from this function's contract.
+        let storage = unsafe { Storage::external(ptr, byte_len, release) };
+        let capacity = byte_len / dtype.size();
+        let state = State { shape, storage, offset: 0, capacity, view: None };
+        Ok(Blob::from_parts(engine, dtype, state, false))
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    /// A new blob (a view) on this blob's engine and dtype with `state`.
+    pub(crate) fn derived(&self, state: State) -> Blob {
+        Blob::from_parts(&self.inner.engine, self.dtype(), state, false)
+    }
+
+    pub(crate) fn state(&self) -> RwLockReadGuard<'_, State> {
+        read_lock(&self.inner.state)
+    }
+
+    pub(crate) fn state_mut(&self) -> RwLockWriteGuard<'_, State> {
+        write_lock(&self.inner.state)
+    }
+
+    pub(crate) fn region(&self) -> Region {
+        let st = self.state();
+        Region { storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype }
+    }
+
+    pub(crate) fn check_dtype<T: Element>(&self) -> Result<()> {
+        if T::DTYPE != self.dtype() {
+            return Err(err!(DType, "blob holds {} but {} was requested", self.dtype(), T::DTYPE));
+        }
+        Ok(())
+    }
+
+    /// Why reallocating (or replacing) this blob's memory would break
+    /// something that shares it, if anything does.
+    fn busy_reason(&self, st: &State) -> Option<String> {
+        let held = mutex(&self.inner.buffers).len();
+        if held > 0 {
+            return Some(format!("{held} buffer(s) are held; release them first"));
+        }
+        let refs = Arc::strong_count(&st.storage);
+        if refs > 1 {
+            return Some(format!(
+                "the memory is shared with {} view(s), guard(s), export(s) or blob(s)",
+                refs - 1
+            ));
+        }
+        None
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /// The engine the blob lives on.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+
+    /// A copy of the current shape.
+    pub fn shape(&self) -> Shape {
+        self.state().shape.clone()
+    }
+
+    /// The current dims.
+    pub fn dims(&self) -> Vec<usize> {
+        self.state().shape.dims().to_vec()
+    }
+
+    /// Number of axes.
+    pub fn rank(&self) -> usize {
+        self.state().shape.rank()
+    }
+
+    /// Number of elements (NeoML `GetDataSize`, Caffe `count()`).
+    pub fn count(&self) -> usize {
+        self.state().shape.count()
+    }
+
+    /// Size of the data in bytes.
+    pub fn byte_size(&self) -> usize {
+        self.count() * self.dtype().size()
+    }
+
+    /// Elements the memory can hold without reallocating (Caffe's capacity).
+    pub fn capacity(&self) -> usize {
+        self.state().capacity
+    }
+
+    /// Size of an axis; negative counts from the end.
+    pub fn dim(&self, axis: isize) -> Result<usize> {
+        self.state().shape.dim(axis)
+    }
+
+    /// Size of a named dim (1 beyond the rank; Shape error for rank > 7).
+    pub fn named_dim(&self, d: BlobDim) -> Result<usize> {
+        self.state().shape.named_dim(d)
+    }
+
+    /// BatchLength * BatchWidth * ListSize.
+    pub fn object_count(&self) -> Result<usize> {
+        self.state().shape.object_count()
+    }
+
+    /// Height * Width * Depth * Channels.
+    pub fn object_size(&self) -> Result<usize> {
+        self.state().shape.object_size()
+    }
+
+    /// Height * Width * Depth.
+    pub fn geometrical_size(&self) -> Result<usize> {
+        self.state().shape.geometrical_size()
+    }
+
+    /// True when both blobs have the same dims (NeoML `HasEqualDimensions`).
+    pub fn has_equal_dims(&self, other: &Blob) -> bool {
+        self.dims() == other.dims()
+    }
+
+    /// Caffe `count(start, end)`.
+    pub fn count_range(&self, start: usize, end: usize) -> Result<usize> {
+        self.state().shape.count_range(start, end)
+    }
+
+    /// Caffe `CanonicalAxisIndex`.
+    pub fn canonical_axis(&self, axis: isize) -> Result<usize> {
+        self.state().shape.canonical_axis(axis)
+    }
+
+    /// Caffe `offset(indices)`.
+    pub fn offset(&self, indices: &[usize]) -> Result<usize> {
+        self.state().shape.offset(indices)
+    }
+
+    /// Caffe `LegacyShape(index)`.
+    pub fn legacy_shape(&self, index: isize) -> Result<usize> {
+        self.state().shape.legacy_shape(index)
+    }
+
+    /// Caffe `num()` = `legacy_shape(0)`.
+    pub fn num(&self) -> Result<usize> {
+        self.legacy_shape(0)
+    }
+
+    /// Caffe `channels()` = `legacy_shape(1)`.
+    pub fn channels(&self) -> Result<usize> {
+        self.legacy_shape(1)
+    }
+
+    /// Caffe `height()` = `legacy_shape(2)`.
+    pub fn height(&self) -> Result<usize> {
+        self.legacy_shape(2)
+    }
+
+    /// Caffe `width()` = `legacy_shape(3)`.
+    pub fn width(&self) -> Result<usize> {
+        self.legacy_shape(3)
+    }
+
+    /// Where the current data lives.
+    pub fn head(&self) -> Head {
+        self.state().storage.head()
+    }
+
+    /// True once host memory exists for the data.
+    pub fn is_allocated(&self) -> bool {
+        self.state().storage.is_host_allocated()
+    }
+
+    /// True when both handles refer to the same blob.
+    pub fn ptr_eq(&self, other: &Blob) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// True when the two blobs' data share at least one byte of memory.
+    pub fn shares_memory(&self, other: &Blob) -> bool {
+        self.region().overlaps(&other.region())
+    }
+
+    // ------------------------------------------------------------ shape changes
+
+    fn refuse_companion(&self, what: &str) -> Result<()> {
+        if self.inner.companion {
+            return Err(err!(
+                InvalidArgument,
+                "cannot {what} a diff: it follows the shape of the blob it belongs to"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Caffe `Reshape`: keeps the memory and its contents when the new count
+    /// fits the capacity (which never shrinks); otherwise allocates new,
+    /// zero-reading memory, which is `Error::Busy` while views, buffers,
+    /// guards or exports share the old memory. A view can only change its
+    /// dims at the same count. The diff, if any, follows. On error nothing
+    /// changes.
+    pub fn reshape(&self, dims: &[usize]) -> Result<()> {
+        self.refuse_companion("reshape")?;
+        let shape = Shape::new(dims)?;
+        shape.byte_size(self.dtype())?;
+        let diff = mutex(&self.inner.diff).clone();
+        let mut st = self.state_mut();
+        if st.view.is_some() && shape.count() != st.shape.count() {
+            return Err(err!(
+                InvalidArgument,
+                "cannot reshape a view from {} to {shape} elements; reshape the blob that owns the memory",
+                st.shape.count()
+            ));
+        }
+        let grow = shape.count() > st.capacity;
+        if grow {
+            if let Some(why) = self.busy_reason(&st) {
+                return Err(err!(Busy, "cannot grow from capacity {} to {}: {why}", st.capacity, shape.count()));
+            }
+        }
+        let mut diff_st = diff.as_ref().map(|d| d.state_mut());
+        if let (Some(d), Some(dst)) = (&diff, &diff_st) {
+            if shape.count() > dst.capacity {
+                if let Some(why) = d.busy_reason(dst) {
+                    return Err(err!(Busy, "cannot grow the diff: {why}"));
+                }
+            }
+        }
+        let es = self.dtype().size();
+        let apply = |st: &mut State| {
+            if shape.count() > st.capacity {
+                st.storage = Storage::lazy(shape.count() * es);
+                st.offset = 0;
+                st.capacity = shape.count();
+            }
+            st.shape = shape.clone();
+        };
+        apply(&mut st);
+        if let Some(dst) = diff_st.as_deref_mut() {
+            apply(dst);
+        }
+        Ok(())
+    }
+
+    /// Changes the dims without touching the data (NeoML
+    /// `ReinterpretDimensions`): the element count must stay the same. The
+    /// diff, if any, follows.
+    pub fn reinterpret(&self, dims: &[usize]) -> Result<()> {
+        self.refuse_companion("reinterpret")?;
+        let shape = Shape::new(dims)?;
+        let diff = mutex(&self.inner.diff).clone();
+        let mut st = self.state_mut();
+        if shape.count() != st.shape.count() {
+            return Err(err!(
+                Shape,
+                "reinterpret keeps the element count: {} has {} elements, {shape} has {}",
+                st.shape,
+                st.shape.count(),
+                shape.count()
+            ));
+        }
+        st.shape = shape.clone();
+        if let Some(d) = diff {
+            d.state_mut().shape = shape;
+        }
+        Ok(())
+    }
+
+    /// Caffe `ShareData`: this blob uses `other`'s data memory from now on.
+    /// Counts and dtypes must match, and nothing may share this blob's
+    /// current memory (Busy otherwise).
+    pub fn share_data(&self, other: &Blob) -> Result<()> {
+        self.refuse_companion("share_data on")?;
+        self.share_from(other)
+    }
+
+    fn share_from(&self, other: &Blob) -> Result<()> {
+        if self.ptr_eq(other) {
+            return Ok(());
+        }
+        if self.dtype() != other.dtype() {
+            return Err(err!(DType, "cannot share {} memory with a {} blob", other.dtype(), self.dtype()));
+        }
+        let src = other.region();
+        let mut st = self.state_mut();
+        if st.view.is_some() {
+            return Err(err!(InvalidArgument, "a view cannot share another blob's memory"));
+        }
+        if src.count() != st.shape.count() {
+            return Err(err!(
+                Shape,
+                "share_data needs equal counts: {} has {}, {} has {}",
+                st.shape,
+                st.shape.count(),
+                src.shape,
+                src.count()
+            ));
+        }
+        if Arc::ptr_eq(&st.storage, &src.storage) && st.offset == src.offset {
+            return Ok(());
+        }
+        if let Some(why) = self.busy_reason(&st) {
+            return Err(err!(Busy, "cannot replace this blob's memory: {why}"));
+        }
+        st.storage = src.storage;
+        st.offset = src.offset;
+        st.capacity = src.shape.count();
+        Ok(())
+    }
+
+    /// Caffe `ShareDiff`: this blob's diff uses `other`'s diff memory.
+    pub fn share_diff(&self, other: &Blob) -> Result<()> {
+        self.diff()?.share_from(&other.diff()?)
+    }
+
+    /// The diff companion (Caffe): same dims and dtype, created on first
+    /// use, reading as zeros until written. It follows this blob's reshapes.
+    /// A view's diff is its own memory, not a view of its parent's diff.
+    pub fn diff(&self) -> Result<Blob> {
+        let mut slot = mutex(&self.inner.diff);
+        if let Some(d) = slot.as_ref() {
+            return Ok(d.clone());
+        }
+        let d = Blob::new_impl(&self.inner.engine, self.dtype(), self.shape(), true)?;
+        *slot = Some(d.clone());
+        Ok(d)
+    }
+
+    /// The diff if it was ever created.
+    pub fn diff_if_created(&self) -> Option<Blob> {
+        mutex(&self.inner.diff).clone()
+    }
+
+    /// True for a blob obtained through [`Blob::diff`].
+    pub fn is_diff(&self) -> bool {
+        self.inner.companion
+    }
+}
+
+impl fmt::Debug for Blob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state();
+        write!(f, "Blob(dtype={}, shape={}, engine={}", self.dtype(), st.shape, self.engine().name())?;
+        if st.view.is_some() {
+            f.write_str(", view")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Checks that an `i64` from a caller is a non-negative count or position.
+pub(crate) fn non_negative(v: i64, what: &str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| err!(OutOfRange, "{what} {v} is negative"))
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Blob>();
+    is::<Error>();
+}

@@ -1,0 +1,228 @@
+//! Buffers: NeoML's `GetBuffer` / `ReleaseBuffer` with a LIFO-checked
+//! stack per blob (for C and Python callers, who get raw memory), and typed
+//! guards for Rust callers, whose borrows are checked at run time.
+
+use crate::blob::{mutex, non_negative, Blob, HeldBuffer, HostMut, HostRef};
+use crate::dtype::Element;
+use crate::error::{err, Result};
+use crate::shape::Shape;
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+impl Blob {
+    fn buffer_range(&self, pos: i64, size: i64) -> Result<(usize, usize)> {
+        let pos = non_negative(pos, "buffer position")?;
+        let size = non_negative(size, "buffer size")?;
+        let count = self.count();
+        if pos.checked_add(size).is_none_or(|end| end > count) {
+            return Err(err!(
+                OutOfRange,
+                "buffer [{pos}, {pos}+{size}) exceeds the blob's {count} elements"
+            ));
+        }
+        Ok((pos, size))
+    }
+
+    /// NeoML `GetBuffer`: a raw pointer to elements `[pos, pos + size)`,
+    /// pushed on this blob's buffer stack. `exchange` = the buffer must hold
+    /// current data (always true on the CPU, where the buffer is the memory
+    /// itself). While any buffer is held, reallocating the memory is Busy.
+    ///
+    /// The pointer stays valid until released (the stack keeps the memory
+    /// alive). Rust callers should prefer [`Blob::buffer`].
+    pub fn get_buffer(&self, pos: i64, size: i64, exchange: bool) -> Result<NonNull<u8>> {
+        let (pos, size) = self.buffer_range(pos, size)?;
+        let region = self.region();
+        let base = if exchange { region.storage.host_read()? } else { region.storage.host_write()? };
+        let byte_off = (region.offset + pos) * self.dtype().size();
+        if byte_off + size * self.dtype().size() > region.storage.len() {
+            return Err(err!(Internal, "buffer exceeds the blob's memory"));
+        }
+        // SAFETY: byte_off + size bytes lie inside the allocation (checked above).
+        let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(byte_off)) };
+        mutex(&self.inner.buffers).push(HeldBuffer {
+            addr: ptr.as_ptr() as usize,
+            pos,
+            size,
+            _storage: Arc::clone(&region.storage),
+        });
+        Ok(ptr)
+    }
+
+    /// NeoML `ReleaseBuffer`: `ptr` must be the most recently obtained
+    /// buffer still held, or `Error::Lifo` is returned and nothing changes.
+    /// `exchange` = what was written must land (the head moves to the host).
+    pub fn release_buffer(&self, ptr: *const u8, exchange: bool) -> Result<()> {
+        let mut stack = mutex(&self.inner.buffers);
+        let addr = ptr as usize;
+        match stack.last() {
+            None => return Err(err!(Lifo, "no buffer is held on this blob (pointer {ptr:p})")),
+            Some(top) if top.addr != addr => {
+                let msg = if stack.iter().any(|b| b.addr == addr) {
+                    format!(
+                        "buffer {ptr:p} is not the most recent; release {:p} (elements [{}, {})) first",
+                        top.addr as *const u8,
+                        top.pos,
+                        top.pos + top.size
+                    )
+                } else {
+                    format!("{ptr:p} is not a buffer held on this blob")
+                };
+                return Err(err!(Lifo, "{msg}"));
+            }
+            Some(_) => {}
+        }
+        let held = stack.pop();
+        drop(stack);
+        if exchange {
+            if let Some(h) = held {
+                h._storage.host_write()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of buffers currently held through [`Blob::get_buffer`].
+    pub fn held_buffers(&self) -> usize {
+        mutex(&self.inner.buffers).len()
+    }
+
+    fn range_region(&self, pos: i64, size: i64) -> Result<crate::blob::Region> {
+        let (pos, size) = self.buffer_range(pos, size)?;
+        let mut region = self.region();
+        region.offset += pos;
+        region.shape = Shape::new(&[size])?;
+        Ok(region)
+    }
+
+    /// A read guard over elements `[pos, pos + size)` (NeoML's
+    /// `CDnnBlobBuffer` with read access). Read guards may overlap each
+    /// other but no write guard, through any handle, window or slice
+    /// (`Error::Busy` otherwise). Guards release when dropped, in any order.
+    pub fn buffer_read<T: Element>(&self, pos: i64, size: i64) -> Result<ReadGuard<T>> {
+        self.check_dtype::<T>()?;
+        let region = self.range_region(pos, size)?;
+        Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.read()?, _t: PhantomData })
+    }
+
+    /// A write-only guard over elements `[pos, pos + size)`: the old
+    /// contents need not be fetched (on the CPU they are there anyway) and
+    /// what is written lands. Overlaps no other guard.
+    pub fn buffer_write<T: Element>(&self, pos: i64, size: i64) -> Result<WriteGuard<T>> {
+        self.check_dtype::<T>()?;
+        let region = self.range_region(pos, size)?;
+        Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.write()?, _t: PhantomData })
+    }
+
+    /// A read-write guard over elements `[pos, pos + size)`. Overlaps no other guard.
+    pub fn buffer_read_write<T: Element>(&self, pos: i64, size: i64) -> Result<WriteGuard<T>> {
+        self.buffer_write(pos, size)
+    }
+
+    /// Read access to all the data, shaped like the blob.
+    pub fn read<T: Element>(&self) -> Result<ReadGuard<T>> {
+        self.check_dtype::<T>()?;
+        let region = self.region();
+        Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.read()?, _t: PhantomData })
+    }
+
+    /// Write access to all the data, shaped like the blob.
+    pub fn write<T: Element>(&self) -> Result<WriteGuard<T>> {
+        self.check_dtype::<T>()?;
+        let region = self.region();
+        Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.write()?, _t: PhantomData })
+    }
+
+    /// Read-write access to all the data (same as [`Blob::write`] on the CPU).
+    pub fn read_write<T: Element>(&self) -> Result<WriteGuard<T>> {
+        self.write::<T>()
+    }
+
+    /// An ndarray view of the data: `blob.view::<f32>()?.array()`.
+    pub fn view<T: Element>(&self) -> Result<ReadGuard<T>> {
+        self.read::<T>()
+    }
+
+    /// A mutable ndarray view: `blob.view_mut::<f32>()?.array_mut()`.
+    pub fn view_mut<T: Element>(&self) -> Result<WriteGuard<T>> {
+        self.read_write::<T>()
+    }
+}
+
+fn array_of<'a, T>(shape: &[usize], data: &'a [T]) -> ArrayViewD<'a, T> {
+    // SAFETY: guards are built with a shape whose element count equals the
+    // slice length (Shape's invariant), the pointer is aligned and valid for
+    // that many elements, and the dims are row-major (C order) and
+    // non-negative.
+    unsafe { ArrayViewD::from_shape_ptr(IxDyn(shape), data.as_ptr()) }
+}
+
+/// Shared, borrow-checked access to a blob's elements. Derefs to `[T]`;
+/// [`ReadGuard::array`] gives an ndarray view tied to the guard.
+pub struct ReadGuard<T: Element> {
+    host: HostRef,
+    shape: Vec<usize>,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> ReadGuard<T> {
+    /// The guard's shape (the blob's for whole-blob guards, `[size]` for ranges).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// An ndarray view of the elements.
+    pub fn array(&self) -> ArrayViewD<'_, T> {
+        array_of(&self.shape, self.host.typed::<T>())
+    }
+}
+
+impl<T: Element> Deref for ReadGuard<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.host.typed::<T>()
+    }
+}
+
+/// Exclusive, borrow-checked access to a blob's elements. Derefs to
+/// `[T]` and `&mut [T]`; [`WriteGuard::array_mut`] gives a mutable ndarray view.
+pub struct WriteGuard<T: Element> {
+    host: HostMut,
+    shape: Vec<usize>,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> WriteGuard<T> {
+    /// The guard's shape (the blob's for whole-blob guards, `[size]` for ranges).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// An ndarray view of the elements.
+    pub fn array(&self) -> ArrayViewD<'_, T> {
+        array_of(&self.shape, self.host.typed::<T>())
+    }
+
+    /// A mutable ndarray view of the elements.
+    pub fn array_mut(&mut self) -> ArrayViewMutD<'_, T> {
+        let data = self.host.typed_mut::<T>();
+        // SAFETY: as in `array_of`, and the slice is exclusively ours.
+        unsafe { ArrayViewMutD::from_shape_ptr(IxDyn(&self.shape), data.as_mut_ptr()) }
+    }
+}
+
+impl<T: Element> Deref for WriteGuard<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.host.typed::<T>()
+    }
+}
+
+impl<T: Element> DerefMut for WriteGuard<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.host.typed_mut::<T>()
+    }
+}

@@ -1,0 +1,304 @@
+//! Element data types: the runtime [`DType`] tag and the [`Element`] trait
+//! that ties each tag to a Rust type.
+
+use crate::error::{err, Result};
+use half::{bf16, f16};
+use std::fmt;
+
+/// The element type of a blob. The numeric codes are the C API's
+/// `BLOB_F32` .. `BLOB_BF16` and never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum DType {
+    /// 32-bit IEEE float (NeoML `CT_Float`). Code 1.
+    F32 = 1,
+    /// 32-bit signed integer (NeoML `CT_Int`). Code 2.
+    I32 = 2,
+    /// 64-bit IEEE float (Caffe `double`). Code 3.
+    F64 = 3,
+    /// 64-bit signed integer. Code 4.
+    I64 = 4,
+    /// 8-bit unsigned integer. Code 5.
+    U8 = 5,
+    /// 8-bit signed integer. Code 6.
+    I8 = 6,
+    /// 16-bit IEEE half float. Code 7.
+    F16 = 7,
+    /// 16-bit brain float. Code 8.
+    BF16 = 8,
+}
+
+impl DType {
+    /// Every dtype, in code order.
+    pub const ALL: [DType; 8] = [
+        DType::F32,
+        DType::I32,
+        DType::F64,
+        DType::I64,
+        DType::U8,
+        DType::I8,
+        DType::F16,
+        DType::BF16,
+    ];
+
+    /// The stable numeric code (`BLOB_F32` = 1 .. `BLOB_BF16` = 8).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The dtype with this code, or a DType error naming the bad code.
+    pub fn from_code(code: i32) -> Result<DType> {
+        DType::ALL
+            .iter()
+            .copied()
+            .find(|d| d.code() == code)
+            .ok_or_else(|| err!(DType, "unknown dtype code {code} (valid codes are 1..=8)"))
+    }
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 => 2,
+            DType::U8 | DType::I8 => 1,
+        }
+    }
+
+    /// NumPy's name for the dtype (`"float32"`, `"bfloat16"`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::I32 => "int32",
+            DType::F64 => "float64",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::I8 => "int8",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+        }
+    }
+
+    /// True for the floating-point dtypes.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust type that can be a blob element.
+///
+/// # Safety
+/// Implementors must be plain old data: `Copy`, no padding, no invalid bit
+/// patterns, and `size_of::<Self>() == Self::DTYPE.size()`, because blob
+/// memory (zero-filled or written by C callers) is reinterpreted as `Self`.
+pub unsafe trait Element:
+    Copy + Send + Sync + Default + PartialEq + PartialOrd + fmt::Debug + 'static
+{
+    /// The runtime tag of this type.
+    const DTYPE: DType;
+    /// Converts a double to this type: floats round to nearest, integers
+    /// truncate toward zero and saturate at their range (NaN becomes 0).
+    fn from_f64(v: f64) -> Self;
+    /// Widens to a double (exact for every type but i64 beyond 2^53).
+    fn to_f64(self) -> f64;
+    /// `a + b`; integers wrap around as NumPy's do.
+    fn add(a: Self, b: Self) -> Self;
+    /// `a - b`; integers wrap around as NumPy's do.
+    fn sub(a: Self, b: Self) -> Self;
+    /// `x * factor`: floats multiply in their own precision (f16 and bf16
+    /// through f32); integers multiply in f64 and convert as [`Element::from_f64`].
+    fn scale(x: Self, factor: f64) -> Self;
+}
+
+macro_rules! int_element {
+    ($t:ty, $d:expr) => {
+        // SAFETY: primitive integers are plain old data of the dtype's size.
+        unsafe impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline]
+            fn add(a: Self, b: Self) -> Self {
+                a.wrapping_add(b)
+            }
+            #[inline]
+            fn sub(a: Self, b: Self) -> Self {
+                a.wrapping_sub(b)
+            }
+            #[inline]
+            fn scale(x: Self, factor: f64) -> Self {
+                (x as f64 * factor) as $t
+            }
+        }
+    };
+}
+int_element!(i32, DType::I32);
+int_element!(i64, DType::I64);
+int_element!(u8, DType::U8);
+int_element!(i8, DType::I8);
+
+// SAFETY: f32 is plain old data of 4 bytes; every bit pattern is a float.
+unsafe impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline]
+    fn add(a: Self, b: Self) -> Self {
+        a + b
+    }
+    #[inline]
+    fn sub(a: Self, b: Self) -> Self {
+        a - b
+    }
+    #[inline]
+    fn scale(x: Self, factor: f64) -> Self {
+        x * factor as f32
+    }
+}
+
+// SAFETY: f64 is plain old data of 8 bytes; every bit pattern is a float.
+unsafe impl Element for f64 {
+    const DTYPE: DType = DType::F64;
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline]
+    fn add(a: Self, b: Self) -> Self {
+        a + b
+    }
+    #[inline]
+    fn sub(a: Self, b: Self) -> Self {
+        a - b
+    }
+    #[inline]
+    fn scale(x: Self, factor: f64) -> Self {
+        x * factor
+    }
+}
+
+macro_rules! half_element {
+    ($t:ty, $d:expr) => {
+        // SAFETY: half's types are repr(transparent) over u16; every bit
+        // pattern is a valid (possibly NaN) value.
+        unsafe impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline]
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            #[inline]
+            fn add(a: Self, b: Self) -> Self {
+                <$t>::from_f32(a.to_f32() + b.to_f32())
+            }
+            #[inline]
+            fn sub(a: Self, b: Self) -> Self {
+                <$t>::from_f32(a.to_f32() - b.to_f32())
+            }
+            #[inline]
+            fn scale(x: Self, factor: f64) -> Self {
+                <$t>::from_f32(x.to_f32() * factor as f32)
+            }
+        }
+    };
+}
+half_element!(f16, DType::F16);
+half_element!(bf16, DType::BF16);
+
+/// Calls `$body` with the type alias `$T` bound to the Rust type of `$dtype`.
+macro_rules! dispatch {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::dtype::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_sizes() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_code(d.code()).unwrap(), d);
+            dispatch!(d, T => assert_eq!(std::mem::size_of::<T>(), d.size()));
+            dispatch!(d, T => assert_eq!(T::DTYPE, d));
+        }
+        assert_eq!(DType::F32.code(), 1);
+        assert_eq!(DType::BF16.code(), 8);
+        assert!(DType::from_code(0).is_err());
+        assert!(DType::from_code(9).is_err());
+        assert_eq!(DType::from_code(-1).unwrap_err().code(), 5);
+    }
+
+    #[test]
+    fn conversions_saturate_and_truncate() {
+        assert_eq!(i8::from_f64(300.0), 127);
+        assert_eq!(i8::from_f64(-2.7), -2);
+        assert_eq!(u8::from_f64(-5.0), 0);
+        assert_eq!(i32::from_f64(f64::NAN), 0);
+        assert_eq!(<i32 as Element>::add(i32::MAX, 1), i32::MIN);
+        assert_eq!(<u8 as Element>::sub(0, 1), 255);
+        assert_eq!(<i32 as Element>::scale(7, 0.5), 3);
+        assert_eq!(<f16 as Element>::scale(f16::from_f32(3.0), 0.5), f16::from_f32(1.5));
+    }
+}

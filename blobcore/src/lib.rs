@@ -1,0 +1,51 @@
+//! # blobcore
+//!
+//! Tensor storage for neural networks, unifying NeoML's `CDnnBlob` (seven
+//! named dims, windows, merge/split, LIFO buffers), Caffe's `Blob` +
+//! `SyncedMemory` (data/diff, lazy allocation, capacity), OpenVINO's
+//! layouts and Serrano's `Tensor` (aligned memory, shared slices) — without
+//! their crashes: every bad input is an [`Error`], views never dangle, and
+//! safe Rust can never hold two live mutable slices over the same memory.
+//!
+//! ```
+//! use blobcore::{Blob, BlobDim, DType, Engine};
+//! # fn main() -> blobcore::Result<()> {
+//! let e = Engine::cpu();
+//! let a = Blob::from_slice(&e, &[2, 3], &[1f32, 2., 3., 4., 5., 6.])?;
+//! let b = Blob::from_slice(&e, &[2, 1], &[7f32, 8.])?;
+//! let m = Blob::merged(&[&a, &b], 1)?;          // numpy.concatenate(axis=1)
+//! assert_eq!(m.to_vec::<f32>()?, [1., 2., 3., 7., 4., 5., 6., 8.]);
+//!
+//! let w = m.window(1)?;                          // a view of row 0
+//! w.set_parent_pos(1)?;                          // now row 1
+//! w.fill(0.0)?;
+//! assert_eq!(m.to_vec::<f32>()?, [1., 2., 3., 7., 0., 0., 0., 0.]);
+//!
+//! let img = Blob::image2d(&e, DType::F32, 1, 2, 4, 4, 3)?;
+//! assert_eq!(img.named_dim(BlobDim::Channels)?, 3);
+//! assert_eq!(img.object_count()?, 2);
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod blob;
+pub mod buffer;
+pub mod dtype;
+pub mod engine;
+pub mod error;
+pub mod ops;
+pub mod shape;
+pub mod storage;
+pub mod view;
+
+pub use blob::Blob;
+pub use buffer::{ReadGuard, WriteGuard};
+pub use dtype::{DType, Element};
+pub use engine::{Engine, EngineKind};
+pub use error::{Error, Result};
+pub use shape::{BlobDim, Shape, MAX_RANK};
+pub use storage::{Head, ReleaseFn};
+
+/// The crate version, as `blob_version()` reports it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

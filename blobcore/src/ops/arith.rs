@@ -1,0 +1,87 @@
+//! add, scale, update (data -= diff).
+
+use crate::blob::Blob;
+use crate::dtype::{dispatch, Element};
+use crate::error::{err, Result};
+use crate::ops::{dst_src, par_chunks_mut, par_zip_mut};
+
+#[derive(Clone, Copy)]
+enum BinOp {
+    Add,
+    Sub,
+}
+
+impl BinOp {
+    fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "update",
+        }
+    }
+
+    #[inline]
+    fn apply<T: Element>(self, dst: &mut [T], src: &[T]) {
+        match self {
+            BinOp::Add => dst.iter_mut().zip(src).for_each(|(a, &b)| *a = T::add(*a, b)),
+            BinOp::Sub => dst.iter_mut().zip(src).for_each(|(a, &b)| *a = T::sub(*a, b)),
+        }
+    }
+
+    /// `x = x op x`, for a source that is the destination itself.
+    #[inline]
+    fn apply_self<T: Element>(self, dst: &mut [T]) {
+        match self {
+            BinOp::Add => dst.iter_mut().for_each(|a| *a = T::add(*a, *a)),
+            BinOp::Sub => dst.iter_mut().for_each(|a| *a = T::sub(*a, *a)),
+        }
+    }
+}
+
+impl Blob {
+    /// Element-wise `self += other` (NeoML `Add`). Dims and dtypes must be
+    /// equal; integers wrap around. `other` may be this very blob (doubling
+    /// it) but not a partly overlapping view.
+    pub fn add(&self, other: &Blob) -> Result<()> {
+        self.binary(other, BinOp::Add)
+    }
+
+    /// Caffe `Update`: `data -= diff`. Does nothing if no diff was ever
+    /// created (it would read as zeros).
+    pub fn update(&self) -> Result<()> {
+        match self.diff_if_created() {
+            Some(diff) => self.binary(&diff, BinOp::Sub),
+            None => Ok(()),
+        }
+    }
+
+    fn binary(&self, other: &Blob, op: BinOp) -> Result<()> {
+        let name = op.name();
+        if self.dtype() != other.dtype() {
+            return Err(err!(DType, "{name}: dtypes differ ({} and {})", self.dtype(), other.dtype()));
+        }
+        let dst = self.region();
+        let src = other.region();
+        if dst.shape != src.shape {
+            return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
+        }
+        if dst.same_bytes(&src) {
+            let mut w = dst.write()?;
+            dispatch!(self.dtype(), T => par_chunks_mut(w.typed_mut::<T>(), |c| op.apply_self(c)));
+            return Ok(());
+        }
+        let (mut w, r) = dst_src(&dst, &src, name)?;
+        dispatch!(self.dtype(), T => par_zip_mut(w.typed_mut::<T>(), r.typed::<T>(), |d, s| op.apply(d, s)));
+        Ok(())
+    }
+
+    /// Multiplies every element by `factor` (Caffe `scale_data`). Floats
+    /// multiply in their own precision; integers in f64, then truncate and
+    /// saturate.
+    pub fn scale(&self, factor: f64) -> Result<()> {
+        let mut w = self.region().write()?;
+        dispatch!(self.dtype(), T => {
+            par_chunks_mut(w.typed_mut::<T>(), |c| c.iter_mut().for_each(|x| *x = T::scale(*x, factor)));
+        });
+        Ok(())
+    }
+}

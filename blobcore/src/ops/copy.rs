@@ -1,0 +1,168 @@
+//! Copies: between blobs, to and from host memory, and to and from ndarray.
+
+use crate::blob::Blob;
+use crate::dtype::{DType, Element};
+use crate::engine::Engine;
+use crate::error::{err, Result};
+use crate::ops::{dst_src, par_copy};
+use crate::shape::Shape;
+use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
+
+impl Blob {
+    /// NeoML `CopyFrom(other)`: copies `src`'s data into this blob. Dims and
+    /// dtypes must be equal. Copying a blob onto itself does nothing;
+    /// partly overlapping views are refused.
+    pub fn copy_from(&self, src: &Blob) -> Result<()> {
+        if self.dtype() != src.dtype() {
+            return Err(err!(DType, "copy_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+        }
+        let d = self.region();
+        let s = src.region();
+        if d.shape != s.shape {
+            return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
+        }
+        if d.same_bytes(&s) {
+            return Ok(());
+        }
+        let (mut w, r) = dst_src(&d, &s, "copy_from")?;
+        par_copy(w.bytes_mut(), r.bytes());
+        Ok(())
+    }
+
+    /// Caffe `CopyFrom(source, copy_diff, reshape)`: copies the data (or,
+    /// with `copy_diff`, the diff into this blob's diff). When the dims
+    /// differ, `reshape` reshapes this blob like `src` first; without it the
+    /// copy is a Shape error.
+    pub fn copy_from_caffe(&self, src: &Blob, copy_diff: bool, reshape: bool) -> Result<()> {
+        if self.dtype() != src.dtype() {
+            return Err(err!(DType, "copy_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+        }
+        if !self.has_equal_dims(src) {
+            if !reshape {
+                return Err(err!(
+                    Shape,
+                    "copy_from: dims differ ({:?} and {:?}) and reshape is false",
+                    self.dims(),
+                    src.dims()
+                ));
+            }
+            self.reshape(&src.dims())?;
+        }
+        if copy_diff {
+            self.diff()?.copy_from(&src.diff()?)
+        } else {
+            self.copy_from(src)
+        }
+    }
+
+    /// NeoML `GetCopy`: an independent blob with the same dims, dtype,
+    /// engine and data.
+    pub fn copy(&self) -> Result<Blob> {
+        let out = self.clone_zeroed()?;
+        out.copy_from(self)?;
+        Ok(out)
+    }
+
+    /// NeoML `GetClone`: a new blob with the same dims, dtype and engine,
+    /// reading as zeros (nothing is allocated until touched).
+    pub fn clone_zeroed(&self) -> Result<Blob> {
+        self.clone_as(self.dtype())
+    }
+
+    /// NeoML `GetClone(type)`: like [`Blob::clone_zeroed`] with another dtype.
+    pub fn clone_as(&self, dtype: DType) -> Result<Blob> {
+        Blob::new(self.engine(), dtype, self.shape())
+    }
+
+    /// Copies `src` into the blob; its length must equal the element count.
+    pub fn copy_from_slice<T: Element>(&self, src: &[T]) -> Result<()> {
+        self.check_dtype::<T>()?;
+        let mut w = self.region().write()?;
+        let dst = w.typed_mut::<T>();
+        if dst.len() != src.len() {
+            return Err(err!(
+                InvalidArgument,
+                "copy_from_slice: {} elements given for a blob of {}",
+                src.len(),
+                dst.len()
+            ));
+        }
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Copies the data into `dst`; its length must equal the element count.
+    pub fn copy_to_slice<T: Element>(&self, dst: &mut [T]) -> Result<()> {
+        self.check_dtype::<T>()?;
+        let r = self.region().read()?;
+        let src = r.typed::<T>();
+        if dst.len() != src.len() {
+            return Err(err!(
+                InvalidArgument,
+                "copy_to_slice: room for {} elements given for a blob of {}",
+                dst.len(),
+                src.len()
+            ));
+        }
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    /// Copies raw bytes (native endianness) into the blob; the length must
+    /// equal the blob's byte size exactly.
+    pub fn copy_from_bytes(&self, src: &[u8]) -> Result<()> {
+        let mut w = self.region().write()?;
+        let dst = w.bytes_mut();
+        if dst.len() != src.len() {
+            return Err(err!(
+                InvalidArgument,
+                "{} bytes given for a blob of {} bytes",
+                src.len(),
+                dst.len()
+            ));
+        }
+        par_copy(dst, src);
+        Ok(())
+    }
+
+    /// Copies the data out as raw bytes; the length must equal the blob's
+    /// byte size exactly.
+    pub fn copy_to_bytes(&self, dst: &mut [u8]) -> Result<()> {
+        let r = self.region().read()?;
+        let src = r.bytes();
+        if dst.len() != src.len() {
+            return Err(err!(
+                InvalidArgument,
+                "room for {} bytes given for a blob of {} bytes",
+                dst.len(),
+                src.len()
+            ));
+        }
+        par_copy(dst, src);
+        Ok(())
+    }
+
+    /// The data as a `Vec` (row-major).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_dtype::<T>()?;
+        Ok(self.region().read()?.typed::<T>().to_vec())
+    }
+
+    /// The data copied into an owned ndarray of the blob's shape.
+    pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        let dims = self.dims();
+        let v = self.to_vec::<T>()?;
+        ArrayD::from_shape_vec(IxDyn(&dims), v).map_err(|e| err!(Internal, "to_array: {e}"))
+    }
+
+    /// A CPU blob holding a copy of `array` (any memory order; the blob is row-major).
+    pub fn from_array<T: Element, S: Data<Elem = T>, D: Dimension>(array: ArrayBase<S, D>) -> Result<Blob> {
+        let shape = Shape::new(array.shape())?;
+        let b = Blob::new(&Engine::cpu(), T::DTYPE, shape)?;
+        {
+            let mut w = b.write::<T>()?;
+            w.array_mut().assign(&array.view().into_dyn());
+        }
+        Ok(b)
+    }
+}

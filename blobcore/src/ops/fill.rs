@@ -1,0 +1,56 @@
+//! fill, fill_object, clear, clear_object.
+
+use crate::blob::{non_negative, Blob};
+use crate::dtype::{dispatch, Element};
+use crate::error::{err, Result};
+use crate::ops::par_chunks_mut;
+
+impl Blob {
+    /// Sets every element to `value`, converted as [`Element::from_f64`]
+    /// does (integers truncate toward zero and saturate).
+    pub fn fill(&self, value: f64) -> Result<()> {
+        let mut w = self.region().write()?;
+        dispatch!(self.dtype(), T => {
+            let v = T::from_f64(value);
+            par_chunks_mut(w.typed_mut::<T>(), |c| c.fill(v));
+        });
+        Ok(())
+    }
+
+    /// Sets every element to zero (NeoML `Clear`).
+    pub fn clear(&self) -> Result<()> {
+        let mut w = self.region().write()?;
+        par_chunks_mut(w.bytes_mut(), |c| c.fill(0));
+        Ok(())
+    }
+
+    fn object_region(&self, n: i64) -> Result<crate::blob::Region> {
+        let mut region = self.region();
+        let count = region.shape.object_count()?;
+        let size = region.shape.object_size()?;
+        let idx = non_negative(n, "object index")?;
+        if idx >= count {
+            return Err(err!(OutOfRange, "object {idx} is not below the object count {count}"));
+        }
+        region.offset += idx * size;
+        region.shape = crate::shape::Shape::new(&[size])?;
+        Ok(region)
+    }
+
+    /// Sets every element of object `n` (of BatchLength * BatchWidth *
+    /// ListSize objects, each Height * Width * Depth * Channels long) to `value`.
+    pub fn fill_object(&self, n: i64, value: f64) -> Result<()> {
+        let mut w = self.object_region(n)?.write()?;
+        dispatch!(self.dtype(), T => {
+            let v = T::from_f64(value);
+            w.typed_mut::<T>().fill(v);
+        });
+        Ok(())
+    }
+
+    /// Sets object `n` to zero (NeoML `ClearObject`).
+    pub fn clear_object(&self, n: i64) -> Result<()> {
+        self.object_region(n)?.write()?.bytes_mut().fill(0);
+        Ok(())
+    }
+}

@@ -1,0 +1,320 @@
+//! Merge and split along any axis (NeoML `MergeByDim` / `SplitByDim`,
+//! i.e. `numpy.concatenate` and its inverse) and by objects, with every
+//! shape checked.
+
+use crate::blob::{Blob, HostMut, HostRef, Region};
+use crate::engine::cpu::PARALLEL_BYTES;
+use crate::error::{err, Result};
+use crate::ops::{par_copy, TASK_BYTES};
+use crate::shape::BlobDim;
+use rayon::prelude::*;
+
+/// Copies `src` into `dst` (equal lengths) with constant-size copies for
+/// the small chunk sizes that channel merges produce.
+#[inline(always)]
+fn copy_chunk(dst: &mut [u8], src: &[u8]) {
+    match dst.len() {
+        4 => dst.copy_from_slice(&src[..4]),
+        8 => dst.copy_from_slice(&src[..8]),
+        12 => dst.copy_from_slice(&src[..12]),
+        16 => dst.copy_from_slice(&src[..16]),
+        32 => dst.copy_from_slice(&src[..32]),
+        64 => dst.copy_from_slice(&src[..64]),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+/// How the whole (merged) blob is cut into parts: `outer` rows, and in
+/// each row one chunk of `chunks[i]` bytes from part `i`, in order.
+struct Plan {
+    outer: usize,
+    chunks: Vec<usize>,
+    row: usize,
+}
+
+impl Plan {
+    fn new(outer: usize, chunks: Vec<usize>) -> Plan {
+        let row = chunks.iter().sum();
+        Plan { outer, chunks, row }
+    }
+
+    fn rows_per_task(&self) -> usize {
+        (TASK_BYTES / self.row.max(1)).max(1)
+    }
+
+    /// Gathers the parts into `whole`.
+    fn merge(&self, parts: &[&[u8]], whole: &mut [u8]) {
+        if self.row == 0 || self.outer == 0 {
+            return;
+        }
+        let gather = |o0: usize, d: &mut [u8]| {
+            for (r, drow) in d.chunks_exact_mut(self.row).enumerate() {
+                let o = o0 + r;
+                let mut at = 0;
+                for (p, &c) in parts.iter().zip(&self.chunks) {
+                    copy_chunk(&mut drow[at..at + c], &p[o * c..o * c + c]);
+                    at += c;
+                }
+            }
+        };
+        if self.row * self.outer < PARALLEL_BYTES {
+            gather(0, whole);
+        } else if self.row >= 4 * TASK_BYTES {
+            for (o, drow) in whole.chunks_exact_mut(self.row).enumerate() {
+                let mut at = 0;
+                for (p, &c) in parts.iter().zip(&self.chunks) {
+                    par_copy(&mut drow[at..at + c], &p[o * c..o * c + c]);
+                    at += c;
+                }
+            }
+        } else {
+            let rpt = self.rows_per_task();
+            whole
+                .par_chunks_mut(rpt * self.row)
+                .enumerate()
+                .for_each(|(t, d)| gather(t * rpt, d));
+        }
+    }
+
+    /// Scatters `whole` into the parts.
+    fn split(&self, whole: &[u8], parts: &mut [&mut [u8]]) {
+        if self.row == 0 || self.outer == 0 {
+            return;
+        }
+        let scatter = |o0: usize, n: usize, outs: &mut [&mut [u8]]| {
+            for r in 0..n {
+                let o = o0 + r;
+                let mut at = o * self.row;
+                for (p, &c) in outs.iter_mut().zip(&self.chunks) {
+                    copy_chunk(&mut p[r * c..r * c + c], &whole[at..at + c]);
+                    at += c;
+                }
+            }
+        };
+        if self.row * self.outer < PARALLEL_BYTES {
+            scatter(0, self.outer, parts);
+        } else if self.row >= 4 * TASK_BYTES {
+            for o in 0..self.outer {
+                let mut at = o * self.row;
+                for (p, &c) in parts.iter_mut().zip(&self.chunks) {
+                    par_copy(&mut p[o * c..o * c + c], &whole[at..at + c]);
+                    at += c;
+                }
+            }
+        } else {
+            let rpt = self.rows_per_task();
+            let tasks = self.outer.div_ceil(rpt);
+            // One list of output pieces per task: rows [t*rpt, t*rpt + rpt) of every part.
+            let mut iters: Vec<_> = parts
+                .iter_mut()
+                .zip(&self.chunks)
+                .map(|(p, &c)| p.chunks_mut((rpt * c).max(1)))
+                .collect();
+            let lists: Vec<Vec<&mut [u8]>> = (0..tasks)
+                .map(|_| iters.iter_mut().map(|it| it.next().unwrap_or(&mut [])).collect())
+                .collect();
+            lists.into_par_iter().enumerate().for_each(|(t, mut outs)| {
+                let o0 = t * rpt;
+                scatter(o0, rpt.min(self.outer - o0), &mut outs);
+            });
+        }
+    }
+}
+
+fn check_same_dtype(blobs: &[&Blob], with: &Blob, op: &str) -> Result<()> {
+    if blobs.is_empty() {
+        return Err(err!(InvalidArgument, "{op}: the list of blobs is empty"));
+    }
+    for (i, b) in blobs.iter().enumerate() {
+        if b.dtype() != with.dtype() {
+            return Err(err!(DType, "{op}: blob {i} holds {} but the other side holds {}", b.dtype(), with.dtype()));
+        }
+    }
+    Ok(())
+}
+
+/// The plan for concatenating `parts` along `axis` into `whole`, after
+/// checking every dim.
+fn axis_plan(parts: &[Region], axis: isize, whole: &Region, op: &str) -> Result<Plan> {
+    let ax = whole.shape.canonical_axis(axis)?;
+    let wd = whole.shape.dims();
+    let mut sum = 0usize;
+    for (i, p) in parts.iter().enumerate() {
+        let pd = p.shape.dims();
+        if pd.len() != wd.len() {
+            return Err(err!(Shape, "{op}: blob {i} has rank {} but the merged blob has rank {}", pd.len(), wd.len()));
+        }
+        for (k, (&a, &b)) in pd.iter().zip(wd).enumerate() {
+            if k != ax && a != b {
+                return Err(err!(
+                    Shape,
+                    "{op}: blob {i} is {} but the merged blob is {}; they may differ only at axis {ax}",
+                    p.shape,
+                    whole.shape
+                ));
+            }
+        }
+        sum += pd[ax];
+    }
+    if sum != wd[ax] {
+        return Err(err!(
+            Shape,
+            "{op}: the parts' axis {ax} sizes add up to {sum} but the merged blob's is {}",
+            wd[ax]
+        ));
+    }
+    let es = whole.dtype.size();
+    let outer = whole.shape.count_range(0, ax)?;
+    let chunks = parts.iter().map(|p| p.shape.count_range(ax, p.shape.rank()).map(|c| c * es)).collect::<Result<_>>()?;
+    Ok(Plan::new(outer, chunks))
+}
+
+/// The plan for merging whole objects: equal BatchLength, BatchWidth and
+/// ListSize everywhere, object sizes adding up.
+fn object_plan(parts: &[Region], whole: &Region, op: &str) -> Result<Plan> {
+    let wn = whole.shape.named_dims()?;
+    let mut sum = 0usize;
+    for (i, p) in parts.iter().enumerate() {
+        let pn = p.shape.named_dims()?;
+        if pn[..3] != wn[..3] {
+            return Err(err!(
+                Shape,
+                "{op}: blob {i} has BatchLength x BatchWidth x ListSize {:?} but the merged blob has {:?}",
+                &pn[..3],
+                &wn[..3]
+            ));
+        }
+        sum += p.shape.object_size()?;
+    }
+    let total = whole.shape.object_size()?;
+    if sum != total {
+        return Err(err!(Shape, "{op}: the parts' object sizes add up to {sum} but the merged blob's is {total}"));
+    }
+    let es = whole.dtype.size();
+    let chunks = parts.iter().map(|p| p.shape.object_size().map(|s| s * es)).collect::<Result<_>>()?;
+    Ok(Plan::new(whole.shape.object_count()?, chunks))
+}
+
+fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
+    check_same_dtype(from, to, op)?;
+    let parts: Vec<Region> = from.iter().map(|b| b.region()).collect();
+    let whole = to.region();
+    let plan = plan(&parts, &whole)?;
+    if let Some(i) = parts.iter().position(|p| p.overlaps(&whole)) {
+        return Err(err!(InvalidArgument, "{op}: blob {i} shares memory with the destination"));
+    }
+    let reads: Vec<HostRef> = parts.iter().map(|p| p.read()).collect::<Result<_>>()?;
+    let mut write = whole.write()?;
+    let slices: Vec<&[u8]> = reads.iter().map(|r| r.bytes()).collect();
+    plan.merge(&slices, write.bytes_mut());
+    Ok(())
+}
+
+fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: impl Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
+    check_same_dtype(to, from, op)?;
+    let parts: Vec<Region> = to.iter().map(|b| b.region()).collect();
+    let whole = from.region();
+    let plan = plan(&parts, &whole)?;
+    for (i, p) in parts.iter().enumerate() {
+        if p.overlaps(&whole) {
+            return Err(err!(InvalidArgument, "{op}: destination {i} shares memory with the source"));
+        }
+        if let Some(j) = parts[..i].iter().position(|q| q.overlaps(p)) {
+            return Err(err!(InvalidArgument, "{op}: destinations {j} and {i} share memory"));
+        }
+    }
+    let read = whole.read()?;
+    let mut writes: Vec<HostMut> = parts.iter().map(|p| p.write()).collect::<Result<_>>()?;
+    let mut slices: Vec<&mut [u8]> = writes.iter_mut().map(|w| w.bytes_mut()).collect();
+    plan.split(read.bytes(), &mut slices);
+    Ok(())
+}
+
+impl Blob {
+    /// NeoML `MergeByDim` = `numpy.concatenate(from, axis)` into the
+    /// preallocated `to`. Ranks must match, dims may differ only at `axis`,
+    /// and those sizes must add up to `to`'s; dtypes must be equal. Named
+    /// dims are axes 0..=6 ([`BlobDim`] converts).
+    pub fn merge(from: &[&Blob], axis: isize, to: &Blob) -> Result<()> {
+        run_merge(from, to, "merge", |p, w| axis_plan(p, axis, w, "merge"))
+    }
+
+    /// NeoML `SplitByDim`: the inverse of [`Blob::merge`]; the parts' sizes
+    /// are the `to` blobs' dims at `axis`.
+    pub fn split(from: &Blob, axis: isize, to: &[&Blob]) -> Result<()> {
+        run_split(from, to, "split", |p, w| axis_plan(p, axis, w, "split"))
+    }
+
+    /// NeoML `MergeByObject`: for every object position (BatchLength x
+    /// BatchWidth x ListSize, equal in all blobs), the merged object is the
+    /// parts' objects one after another. Object sizes must add up.
+    pub fn merge_objects(from: &[&Blob], to: &Blob) -> Result<()> {
+        run_merge(from, to, "merge_objects", |p, w| object_plan(p, w, "merge_objects"))
+    }
+
+    /// NeoML `SplitByObject`: the inverse of [`Blob::merge_objects`].
+    pub fn split_objects(from: &Blob, to: &[&Blob]) -> Result<()> {
+        run_split(from, to, "split_objects", |p, w| object_plan(p, w, "split_objects"))
+    }
+
+    /// Merges into a new blob: `numpy.concatenate(from, axis)`.
+    pub fn merged(from: &[&Blob], axis: isize) -> Result<Blob> {
+        let first = from.first().ok_or_else(|| err!(InvalidArgument, "merge: the list of blobs is empty"))?;
+        let shape = first.shape();
+        let ax = shape.canonical_axis(axis)?;
+        let mut total = 0usize;
+        for b in from {
+            let s = b.shape();
+            if s.rank() != shape.rank() {
+                return Err(err!(Shape, "merge: ranks differ ({} and {})", s.rank(), shape.rank()));
+            }
+            total = total
+                .checked_add(s.dims()[ax])
+                .ok_or_else(|| err!(Shape, "merge: merged axis size overflows"))?;
+        }
+        let out = Blob::new(first.engine(), first.dtype(), shape.with_dim(ax, total)?)?;
+        Blob::merge(from, axis, &out)?;
+        Ok(out)
+    }
+
+    /// Splits into new blobs whose sizes at `axis` are `sizes` (which must
+    /// add up to the blob's size there).
+    pub fn split_sizes(&self, axis: isize, sizes: &[usize]) -> Result<Vec<Blob>> {
+        let shape = self.shape();
+        let ax = shape.canonical_axis(axis)?;
+        let sum = sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s));
+        if sizes.is_empty() || sum != Some(shape.dims()[ax]) {
+            return Err(err!(
+                Shape,
+                "split: sizes {sizes:?} do not add up to axis {ax}'s size {}",
+                shape.dims()[ax]
+            ));
+        }
+        let parts: Vec<Blob> = sizes
+            .iter()
+            .map(|&s| Blob::new(self.engine(), self.dtype(), shape.with_dim(ax, s)?))
+            .collect::<Result<_>>()?;
+        let refs: Vec<&Blob> = parts.iter().collect();
+        Blob::split(self, axis, &refs)?;
+        Ok(parts)
+    }
+
+    /// Splits into `n` equal parts along `axis` (`numpy.split(a, n, axis)`):
+    /// a Shape error unless `n` divides the axis size.
+    pub fn split_equal(&self, axis: isize, n: usize) -> Result<Vec<Blob>> {
+        let size = self.dim(axis)?;
+        if n == 0 || size % n != 0 {
+            return Err(err!(Shape, "split: {n} equal parts do not divide axis size {size}"));
+        }
+        self.split_sizes(axis, &vec![size / n; n])
+    }
+
+    /// The axis index of a named dim, checked against a blob's rank.
+    pub fn named_axis(&self, d: BlobDim) -> Result<isize> {
+        let r = self.rank();
+        if d.index() >= r {
+            return Err(err!(OutOfRange, "{d:?} is axis {} but the blob has rank {r}", d.index()));
+        }
+        Ok(d.index() as isize)
+    }
+}

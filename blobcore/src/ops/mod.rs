@@ -1,0 +1,67 @@
+//! Operations on blob data. Each file holds one family; all of them work
+//! on [`Region`](crate::blob::Region) snapshots with registered borrows,
+//! so no operation can race a guard or another operation on overlapping
+//! memory.
+
+pub mod arith;
+pub mod copy;
+pub mod fill;
+pub mod merge;
+pub mod reduce;
+pub mod transpose;
+
+use crate::blob::{HostMut, HostRef, Region};
+use crate::engine::cpu::PARALLEL_BYTES;
+use crate::error::{err, Result};
+use rayon::prelude::*;
+
+/// Bytes per parallel task for streaming kernels.
+pub(crate) const TASK_BYTES: usize = 256 << 10;
+
+/// Exclusive access to `dst` and shared access to `src`, refusing
+/// overlapping regions with a clear error (callers handle identical
+/// regions themselves where the operation allows it).
+pub(crate) fn dst_src(dst: &Region, src: &Region, op: &str) -> Result<(HostMut, HostRef)> {
+    if dst.overlaps(src) {
+        return Err(err!(
+            InvalidArgument,
+            "{op}: source and destination share memory; use a separate destination"
+        ));
+    }
+    let r = src.read()?;
+    let w = dst.write()?;
+    Ok((w, r))
+}
+
+/// `dst.copy_from_slice(src)`, split across threads when large.
+pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
+    if dst.len() < PARALLEL_BYTES {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(TASK_BYTES * 4)
+            .zip(src.par_chunks(TASK_BYTES * 4))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
+/// Applies `f` to chunks of `data` (in parallel when large); chunk sizes
+/// are whole elements.
+pub(crate) fn par_chunks_mut<T: Send>(data: &mut [T], f: impl Fn(&mut [T]) + Sync + Send) {
+    let es = std::mem::size_of::<T>().max(1);
+    if data.len() * es < PARALLEL_BYTES {
+        f(data);
+    } else {
+        data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(f);
+    }
+}
+
+/// Applies `f` to matching chunks of `dst` and `src` (in parallel when large).
+pub(crate) fn par_zip_mut<T: Send + Sync>(dst: &mut [T], src: &[T], f: impl Fn(&mut [T], &[T]) + Sync + Send) {
+    let es = std::mem::size_of::<T>().max(1);
+    if dst.len() * es < PARALLEL_BYTES {
+        f(dst, src);
+    } else {
+        let n = (TASK_BYTES / es).max(1);
+        dst.par_chunks_mut(n).zip(src.par_chunks(n)).for_each(|(d, s)| f(d, s));
+    }
+}

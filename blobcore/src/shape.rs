@@ -1,0 +1,341 @@
+//! Shapes: rank 0..=32 dims in row-major order, NeoML's seven named dims,
+//! and Caffe's axis helpers (count ranges, canonical axes, offsets, legacy
+//! num/channels/height/width).
+
+use crate::dtype::DType;
+use crate::error::{err, Result};
+use std::fmt;
+
+/// Highest rank a blob may have (Caffe's `kMaxBlobAxes`).
+pub const MAX_RANK: usize = 32;
+
+/// NeoML's seven named dimensions, in memory order (Channels varies fastest).
+///
+/// A blob of rank `r <= 7` is seen through named dims as its shape padded
+/// with trailing 1s: `tensor([a, b, c])` has BatchLength = a,
+/// BatchWidth = b, ListSize = c and every other named dim 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(i32)]
+pub enum BlobDim {
+    /// Sequence ("time") axis. Axis 0.
+    BatchLength = 0,
+    /// Batch axis. Axis 1.
+    BatchWidth = 1,
+    /// Connected items that do not form a sequence. Axis 2.
+    ListSize = 2,
+    /// Image height. Axis 3; the first object dim.
+    Height = 3,
+    /// Image width. Axis 4.
+    Width = 4,
+    /// Depth of a 3-D image. Axis 5.
+    Depth = 5,
+    /// Channels. Axis 6, the innermost.
+    Channels = 6,
+}
+
+impl BlobDim {
+    /// Number of named dims.
+    pub const COUNT: usize = 7;
+    /// Every named dim, in order.
+    pub const ALL: [BlobDim; 7] = [
+        BlobDim::BatchLength,
+        BlobDim::BatchWidth,
+        BlobDim::ListSize,
+        BlobDim::Height,
+        BlobDim::Width,
+        BlobDim::Depth,
+        BlobDim::Channels,
+    ];
+
+    /// The named dim with this index (0..=6), or OutOfRange.
+    pub fn from_index(i: i64) -> Result<BlobDim> {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| BlobDim::ALL.get(i).copied())
+            .ok_or_else(|| err!(OutOfRange, "named dim {i} is not in 0..=6"))
+    }
+
+    /// The axis index of this dim (0..=6).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The dimensions of a blob. Invariants (checked by every constructor):
+/// rank <= 32, and the element count fits in `i64`.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Shape {
+    dims: Vec<usize>,
+    count: usize,
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.dims)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.dims)
+    }
+}
+
+impl Shape {
+    /// A shape with these dims, or a Shape error when the rank exceeds 32
+    /// or the element count does not fit in `i64`.
+    pub fn new(dims: &[usize]) -> Result<Shape> {
+        if dims.len() > MAX_RANK {
+            return Err(err!(Shape, "rank {} exceeds the maximum of {MAX_RANK}", dims.len()));
+        }
+        let mut count: usize = 1;
+        for &d in dims {
+            count = count
+                .checked_mul(d)
+                .filter(|&c| i64::try_from(c).is_ok())
+                .ok_or_else(|| err!(Shape, "element count of {dims:?} overflows i64"))?;
+        }
+        Ok(Shape { dims: dims.to_vec(), count })
+    }
+
+    /// A shape from signed dims (as C and Python pass them): negative dims
+    /// are a Shape error.
+    pub fn from_i64(dims: &[i64]) -> Result<Shape> {
+        if dims.len() > MAX_RANK {
+            return Err(err!(Shape, "rank {} exceeds the maximum of {MAX_RANK}", dims.len()));
+        }
+        let mut v = Vec::with_capacity(dims.len());
+        for (axis, &d) in dims.iter().enumerate() {
+            let d = usize::try_from(d)
+                .map_err(|_| err!(Shape, "dim {d} at axis {axis} is negative"))?;
+            v.push(d);
+        }
+        Shape::new(&v)
+    }
+
+    /// The rank-0 shape of a scalar (one element).
+    pub fn scalar() -> Shape {
+        Shape { dims: Vec::new(), count: 1 }
+    }
+
+    /// The dims, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+
+    /// Number of axes.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// Number of elements (1 for a scalar, 0 if any dim is 0).
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Size in bytes for elements of `dtype`, or a Shape error when it
+    /// does not fit in `isize`.
+    pub fn byte_size(&self, dtype: DType) -> Result<usize> {
+        self.count
+            .checked_mul(dtype.size())
+            .filter(|&b| isize::try_from(b).is_ok())
+            .ok_or_else(|| err!(Shape, "{self} of {dtype} needs more bytes than isize::MAX"))
+    }
+
+    /// The axis `axis` counted from the end when negative (Caffe's
+    /// `CanonicalAxisIndex`); OutOfRange unless `-rank <= axis < rank`.
+    pub fn canonical_axis(&self, axis: isize) -> Result<usize> {
+        let rank = self.rank() as isize;
+        if axis < -rank || axis >= rank {
+            return Err(err!(
+                OutOfRange,
+                "axis {axis} is out of range for rank {rank} (valid: {}..{rank})",
+                -rank
+            ));
+        }
+        Ok(if axis < 0 { (axis + rank) as usize } else { axis as usize })
+    }
+
+    /// The size of axis `axis` (negative counts from the end).
+    pub fn dim(&self, axis: isize) -> Result<usize> {
+        Ok(self.dims[self.canonical_axis(axis)?])
+    }
+
+    /// Product of dims in `[start, end)` (Caffe's `count(start, end)`),
+    /// 1 for an empty range; OutOfRange unless `0 <= start <= end <= rank`.
+    pub fn count_range(&self, start: usize, end: usize) -> Result<usize> {
+        if start > end || end > self.rank() {
+            return Err(err!(
+                OutOfRange,
+                "axis range [{start}, {end}) is invalid for rank {}",
+                self.rank()
+            ));
+        }
+        Ok(self.dims[start..end].iter().product())
+    }
+
+    /// Row-major element offset of `indices` (Caffe's `offset`): missing
+    /// trailing indices count as 0; each index must be in `[0, dim)`.
+    pub fn offset(&self, indices: &[usize]) -> Result<usize> {
+        if indices.len() > self.rank() {
+            return Err(err!(
+                OutOfRange,
+                "{} indices given for a blob of rank {}",
+                indices.len(),
+                self.rank()
+            ));
+        }
+        let mut off = 0usize;
+        for (axis, &d) in self.dims.iter().enumerate() {
+            off *= d;
+            if let Some(&i) = indices.get(axis) {
+                if i >= d {
+                    return Err(err!(OutOfRange, "index {i} at axis {axis} is not below dim {d}"));
+                }
+                off += i;
+            }
+        }
+        Ok(off)
+    }
+
+    /// Caffe's legacy accessor: rank must be <= 4 and `index` in
+    /// `[-4, 4)`; axes beyond the rank read as 1.
+    pub fn legacy_shape(&self, index: isize) -> Result<usize> {
+        if self.rank() > 4 {
+            return Err(err!(
+                Shape,
+                "legacy num/channels/height/width need rank <= 4, this blob has rank {}",
+                self.rank()
+            ));
+        }
+        if !(-4..4).contains(&index) {
+            return Err(err!(OutOfRange, "legacy index {index} is not in -4..4"));
+        }
+        let rank = self.rank() as isize;
+        if index >= rank || index < -rank {
+            return Ok(1);
+        }
+        self.dim(index)
+    }
+
+    fn require_named(&self, what: &str) -> Result<()> {
+        if self.rank() > BlobDim::COUNT {
+            return Err(err!(
+                Shape,
+                "{what} uses the 7 named dims, but this blob has rank {}",
+                self.rank()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The seven named dims: the shape padded with trailing 1s. A Shape
+    /// error for rank > 7.
+    pub fn named_dims(&self) -> Result<[usize; 7]> {
+        self.require_named("named_dims")?;
+        let mut out = [1usize; 7];
+        out[..self.rank()].copy_from_slice(&self.dims);
+        Ok(out)
+    }
+
+    /// The size of one named dim (1 beyond the rank). A Shape error for rank > 7.
+    pub fn named_dim(&self, d: BlobDim) -> Result<usize> {
+        Ok(self.named_dims()?[d.index()])
+    }
+
+    /// BatchLength * BatchWidth * ListSize. A Shape error for rank > 7.
+    pub fn object_count(&self) -> Result<usize> {
+        let n = self.named_dims()?;
+        Ok(n[0] * n[1] * n[2])
+    }
+
+    /// Height * Width * Depth * Channels. A Shape error for rank > 7.
+    pub fn object_size(&self) -> Result<usize> {
+        let n = self.named_dims()?;
+        Ok(n[3] * n[4] * n[5] * n[6])
+    }
+
+    /// Height * Width * Depth. A Shape error for rank > 7.
+    pub fn geometrical_size(&self) -> Result<usize> {
+        let n = self.named_dims()?;
+        Ok(n[3] * n[4] * n[5])
+    }
+
+    /// This shape with axis `axis` set to `size` (checked like [`Shape::new`]).
+    pub fn with_dim(&self, axis: usize, size: usize) -> Result<Shape> {
+        let mut dims = self.dims.clone();
+        match dims.get_mut(axis) {
+            Some(d) => *d = size,
+            None => return Err(err!(OutOfRange, "axis {axis} is out of range for rank {}", self.rank())),
+        }
+        Shape::new(&dims)
+    }
+
+    /// The shape with axes `a` and `b` swapped (both must be in range).
+    pub fn swapped(&self, a: usize, b: usize) -> Result<Shape> {
+        if a >= self.rank() || b >= self.rank() {
+            return Err(err!(OutOfRange, "axes ({a}, {b}) out of range for rank {}", self.rank()));
+        }
+        let mut dims = self.dims.clone();
+        dims.swap(a, b);
+        Ok(Shape { dims, count: self.count })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_and_overflow_limits() {
+        assert!(Shape::new(&[1; 32]).is_ok());
+        assert_eq!(Shape::new(&[1; 33]).unwrap_err().code(), 4);
+        assert_eq!(Shape::new(&[usize::MAX, 2]).unwrap_err().code(), 4);
+        assert_eq!(Shape::new(&[1 << 32, 1 << 31]).unwrap_err().code(), 4);
+        assert_eq!(Shape::from_i64(&[2, -1]).unwrap_err().code(), 4);
+        let big = Shape::new(&[1 << 62]).unwrap();
+        assert_eq!(big.byte_size(DType::F32).unwrap_err().code(), 4);
+        assert_eq!(Shape::new(&[]).unwrap().count(), 1);
+        assert_eq!(Shape::new(&[0, 5]).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn caffe_axis_helpers() {
+        let s = Shape::new(&[64, 3, 28, 28]).unwrap();
+        assert_eq!(s.canonical_axis(-4).unwrap(), 0);
+        assert_eq!(s.canonical_axis(3).unwrap(), 3);
+        assert_eq!(s.canonical_axis(4).unwrap_err().code(), 6);
+        assert_eq!(s.canonical_axis(-5).unwrap_err().code(), 6);
+        assert_eq!(s.count_range(1, 3).unwrap(), 84);
+        assert_eq!(s.count_range(2, 2).unwrap(), 1);
+        assert!(s.count_range(3, 2).is_err());
+        assert!(s.count_range(0, 5).is_err());
+        assert_eq!(s.offset(&[1, 2, 3, 4]).unwrap(), ((3 + 2) * 28 + 3) * 28 + 4);
+        assert_eq!(s.offset(&[1]).unwrap(), 3 * 28 * 28);
+        assert_eq!(s.offset(&[1, 3]).unwrap_err().code(), 6);
+        assert_eq!(s.offset(&[0, 0, 0, 0, 0]).unwrap_err().code(), 6);
+        assert_eq!(s.legacy_shape(1).unwrap(), 3);
+        assert_eq!(s.legacy_shape(-1).unwrap(), 28);
+        let v = Shape::new(&[10, 5]).unwrap();
+        assert_eq!(v.legacy_shape(2).unwrap(), 1);
+        assert_eq!(v.legacy_shape(-3).unwrap(), 1);
+        assert_eq!(v.legacy_shape(4).unwrap_err().code(), 6);
+        assert_eq!(Shape::new(&[1; 5]).unwrap().legacy_shape(0).unwrap_err().code(), 4);
+    }
+
+    #[test]
+    fn named_dims_fill_leading() {
+        let t = Shape::new(&[2, 3, 4]).unwrap();
+        assert_eq!(t.named_dims().unwrap(), [2, 3, 4, 1, 1, 1, 1]);
+        assert_eq!(t.object_count().unwrap(), 24);
+        assert_eq!(t.object_size().unwrap(), 1);
+        let img = Shape::new(&[1, 2, 1, 5, 6, 1, 3]).unwrap();
+        assert_eq!(img.object_count().unwrap(), 2);
+        assert_eq!(img.object_size().unwrap(), 90);
+        assert_eq!(img.geometrical_size().unwrap(), 30);
+        assert_eq!(img.named_dim(BlobDim::Channels).unwrap(), 3);
+        assert_eq!(Shape::new(&[1; 8]).unwrap().object_count().unwrap_err().code(), 4);
+        assert_eq!(BlobDim::from_index(7).unwrap_err().code(), 6);
+        assert_eq!(BlobDim::from_index(6).unwrap(), BlobDim::Channels);
+    }
+}

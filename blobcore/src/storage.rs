@@ -1,0 +1,362 @@
+//! `Storage`: Caffe's SyncedMemory made safe.
+//!
+//! - Allocation is lazy: nothing is allocated until the first access, and
+//!   the first access sees zeros. Large allocations are anonymous memory
+//!   maps, so pages that are never touched cost no resident memory.
+//! - Host memory is 64-byte aligned, and page-aligned from one page up.
+//! - The head records which side holds current data (Caffe's states). A
+//!   CPU-engine storage only ever has the host side; the GPU engine adds a
+//!   device side behind the same head.
+//! - External memory (a C buffer, a NumPy array) can be wrapped with a
+//!   release callback that runs exactly once when the last user lets go.
+//! - Safe Rust access goes through a borrow table of byte ranges: any
+//!   number of shared borrows, or one exclusive borrow, of overlapping
+//!   ranges at a time. This is what keeps two windows over the same memory
+//!   from handing out aliasing `&mut [T]`.
+
+use crate::error::{err, Result};
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Alignment of every heap allocation.
+pub const ALIGN: usize = 64;
+/// Allocations of at least this many bytes are page-aligned memory maps.
+pub const PAGE: usize = 4096;
+
+/// Where the current copy of the data lives (Caffe's SyncedMemory heads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Head {
+    /// Nothing allocated yet; reads see zeros.
+    Uninitialized = 0,
+    /// The host copy is current (and the only one, or newer than the device's).
+    HeadAtCpu = 1,
+    /// The device copy is current.
+    HeadAtGpu = 2,
+    /// Host and device copies agree.
+    Synced = 3,
+}
+
+impl Head {
+    /// The name Python shows (`"uninitialized"`, `"cpu"`, `"gpu"`, `"synced"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Head::Uninitialized => "uninitialized",
+            Head::HeadAtCpu => "cpu",
+            Head::HeadAtGpu => "gpu",
+            Head::Synced => "synced",
+        }
+    }
+}
+
+/// A release callback for external memory; runs once when the storage is dropped.
+pub type ReleaseFn = Box<dyn FnOnce() + Send>;
+
+enum HostMem {
+    /// Not yet allocated.
+    None,
+    /// A zeroed, 64-byte aligned heap block (below one page).
+    Heap { ptr: NonNull<u8>, layout: Layout },
+    /// A page-aligned anonymous map (one page and up).
+    Mapped(memmap2::MmapMut),
+    /// Memory owned by someone else.
+    External { ptr: NonNull<u8>, release: Option<ReleaseFn> },
+}
+
+struct State {
+    head: Head,
+    host: HostMem,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BorrowEntry {
+    id: u64,
+    start: usize,
+    end: usize,
+    exclusive: bool,
+}
+
+#[derive(Default)]
+struct BorrowTable {
+    next_id: u64,
+    entries: Vec<BorrowEntry>,
+}
+
+/// A block of element memory shared (through `Arc`) by a blob, its views
+/// and anything that exports it.
+pub struct Storage {
+    len: usize,
+    state: Mutex<State>,
+    borrows: Mutex<BorrowTable>,
+}
+
+// SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
+// by the external owner, who promised they stay valid until release).
+// All mutation of the pointed-to bytes from safe Rust goes through the
+// borrow table, which forbids overlapping exclusive borrows across
+// threads; the state itself is behind a Mutex.
+unsafe impl Send for Storage {}
+// SAFETY: see `Send`; shared access to the state is synchronised by Mutexes.
+unsafe impl Sync for Storage {}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks cannot leave the data
+    // inconsistent (every critical section is a few field writes), so a
+    // poisoned lock is simply taken over.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Storage {
+    /// A storage of `len` bytes that allocates on first access.
+    pub fn lazy(len: usize) -> Arc<Storage> {
+        Arc::new(Storage {
+            len,
+            state: Mutex::new(State { head: Head::Uninitialized, host: HostMem::None }),
+            borrows: Mutex::new(BorrowTable::default()),
+        })
+    }
+
+    /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
+    /// when the last reference goes.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `len` bytes until
+    /// `release` is called (or forever if it is `None`), and must not be
+    /// freed by anyone else meanwhile.
+    pub unsafe fn external(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>) -> Arc<Storage> {
+        Arc::new(Storage {
+            len,
+            state: Mutex::new(State {
+                head: Head::HeadAtCpu,
+                host: HostMem::External { ptr, release },
+            }),
+            borrows: Mutex::new(BorrowTable::default()),
+        })
+    }
+
+    /// Size in bytes (the capacity of every blob that uses it).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the storage holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The current head.
+    pub fn head(&self) -> Head {
+        lock(&self.state).head
+    }
+
+    /// True once host memory exists (allocated or external).
+    pub fn is_host_allocated(&self) -> bool {
+        !matches!(lock(&self.state).host, HostMem::None)
+    }
+
+    /// True when the memory belongs to a caller (wrapped, not allocated here).
+    pub fn is_external(&self) -> bool {
+        matches!(lock(&self.state).host, HostMem::External { .. })
+    }
+
+    fn allocate(len: usize) -> Result<HostMem> {
+        if len >= PAGE {
+            // Anonymous maps are zero-filled by the kernel page by page on
+            // first touch, so untouched pages cost no resident memory.
+            let map = memmap2::MmapMut::map_anon(len)
+                .map_err(|e| err!(OutOfMemory, "cannot map {len} bytes: {e}"))?;
+            Ok(HostMem::Mapped(map))
+        } else {
+            let layout = Layout::from_size_align(len.max(1), ALIGN)
+                .map_err(|e| err!(OutOfMemory, "bad layout for {len} bytes: {e}"))?;
+            // SAFETY: the layout has a non-zero size.
+            let raw = unsafe { alloc::alloc_zeroed(layout) };
+            let ptr = NonNull::new(raw)
+                .ok_or_else(|| err!(OutOfMemory, "cannot allocate {len} bytes"))?;
+            Ok(HostMem::Heap { ptr, layout })
+        }
+    }
+
+    fn host_ptr_locked(&self, st: &mut State) -> Result<NonNull<u8>> {
+        if matches!(st.host, HostMem::None) {
+            st.host = Storage::allocate(self.len)?;
+        }
+        Ok(match &mut st.host {
+            HostMem::None => return Err(err!(Internal, "host memory missing after allocation")),
+            HostMem::Heap { ptr, .. } => *ptr,
+            HostMem::External { ptr, .. } => *ptr,
+            HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr())
+                .ok_or_else(|| err!(Internal, "memory map returned null"))?,
+        })
+    }
+
+    /// The host pointer holding current data, allocating (zeroed) on first
+    /// use. The head becomes at least HeadAtCpu (Synced stays Synced).
+    pub fn host_read(&self) -> Result<NonNull<u8>> {
+        let mut st = lock(&self.state);
+        let p = self.host_ptr_locked(&mut st)?;
+        if st.head == Head::Uninitialized {
+            st.head = Head::HeadAtCpu;
+        }
+        Ok(p)
+    }
+
+    /// The host pointer for writing, allocating on first use; the head
+    /// moves to the host.
+    pub fn host_write(&self) -> Result<NonNull<u8>> {
+        let mut st = lock(&self.state);
+        let p = self.host_ptr_locked(&mut st)?;
+        st.head = Head::HeadAtCpu;
+        Ok(p)
+    }
+
+    /// Registers a borrow of bytes `[start, end)`. Shared borrows may
+    /// overlap each other; an exclusive one overlaps nothing.
+    pub fn borrow(self: &Arc<Self>, start: usize, end: usize, exclusive: bool) -> Result<Borrow> {
+        if start > end || end > self.len {
+            return Err(err!(Internal, "borrow [{start}, {end}) outside storage of {} bytes", self.len));
+        }
+        let mut t = lock(&self.borrows);
+        if start < end {
+            let clash = t.entries.iter().find(|e| {
+                e.start < end && start < e.end && (exclusive || e.exclusive)
+            });
+            if let Some(e) = clash {
+                let (mine, theirs) = (
+                    if exclusive { "written" } else { "read" },
+                    if e.exclusive { "being written" } else { "being read" },
+                );
+                return Err(err!(
+                    Busy,
+                    "memory cannot be {mine}: bytes [{}, {}) are {theirs} through a live guard or view",
+                    e.start,
+                    e.end
+                ));
+            }
+        }
+        t.next_id += 1;
+        let id = t.next_id;
+        t.entries.push(BorrowEntry { id, start, end, exclusive });
+        Ok(Borrow { storage: Arc::clone(self), id })
+    }
+
+    fn release_borrow(&self, id: u64) {
+        let mut t = lock(&self.borrows);
+        t.entries.retain(|e| e.id != id);
+    }
+
+    /// Number of live borrows (guards) of this storage.
+    pub fn borrow_count(&self) -> usize {
+        lock(&self.borrows).entries.len()
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut st.host, HostMem::None) {
+            HostMem::Heap { ptr, layout } => {
+                // SAFETY: allocated by `alloc_zeroed` with this layout and
+                // freed only here, once.
+                unsafe { alloc::dealloc(ptr.as_ptr(), layout) }
+            }
+            HostMem::External { release: Some(release), .. } => {
+                // A panicking callback must not abort the process from a destructor.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
+            }
+            HostMem::Mapped(_) | HostMem::External { release: None, .. } | HostMem::None => {}
+        }
+    }
+}
+
+/// A registered borrow of a byte range; released when dropped.
+pub struct Borrow {
+    storage: Arc<Storage>,
+    id: u64,
+}
+
+impl Borrow {
+    /// The storage this borrow is of.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+}
+
+impl Drop for Borrow {
+    fn drop(&mut self) {
+        self.storage.release_borrow(self.id);
+    }
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage").field("len", &self.len).field("head", &self.head()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn lazy_zeroed_and_aligned() {
+        for len in [0usize, 1, 100, 4095, 4096, 1 << 20] {
+            let s = Storage::lazy(len);
+            assert_eq!(s.head(), Head::Uninitialized);
+            assert!(!s.is_host_allocated());
+            let p = s.host_read().unwrap();
+            assert_eq!(s.head(), Head::HeadAtCpu);
+            assert_eq!(p.as_ptr() as usize % ALIGN, 0, "len {len}");
+            if len >= PAGE {
+                assert_eq!(p.as_ptr() as usize % PAGE, 0);
+            }
+            // SAFETY: p is valid for len bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), len) };
+            assert!(bytes.iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    fn huge_allocation_is_an_error_not_an_abort() {
+        let s = Storage::lazy(1usize << 50);
+        let e = s.host_write().unwrap_err();
+        assert_eq!(e.code(), 9);
+        assert!(!s.is_host_allocated());
+    }
+
+    #[test]
+    fn borrow_rules() {
+        let s = Storage::lazy(100);
+        let a = s.borrow(0, 50, false).unwrap();
+        let b = s.borrow(10, 60, false).unwrap();
+        assert_eq!(s.borrow(40, 70, true).unwrap_err().code(), 8);
+        let c = s.borrow(60, 100, true).unwrap();
+        assert!(s.borrow(99, 100, false).is_err());
+        let _empty = s.borrow(70, 70, true).unwrap();
+        drop((a, b));
+        let d = s.borrow(0, 60, true).unwrap();
+        drop((c, d));
+        assert_eq!(s.borrow_count(), 1);
+    }
+
+    #[test]
+    fn release_runs_once() {
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        let mut buf = vec![0u8; 16];
+        let ptr = NonNull::new(buf.as_mut_ptr()).unwrap();
+        // SAFETY: buf outlives the storage.
+        let s = unsafe {
+            Storage::external(ptr, 16, Some(Box::new(|| {
+                CALLS.fetch_add(1, Ordering::SeqCst);
+            })))
+        };
+        let s2 = Arc::clone(&s);
+        drop(s);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 0);
+        assert!(s2.is_external());
+        drop(s2);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+    }
+}

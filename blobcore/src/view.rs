@@ -1,0 +1,159 @@
+//! Views: NeoML windows over axis 0 and Serrano slices by leading indices.
+//!
+//! A view shares its parent's memory and keeps it alive: dropping the
+//! parent handle never invalidates a view (unlike NeoML). Positions are
+//! bounds-checked, negative ones included.
+
+use crate::blob::{non_negative, Blob, State, View, ViewKind};
+use crate::error::{err, Result};
+use crate::shape::Shape;
+use std::sync::Arc;
+
+impl Blob {
+    /// NeoML `CreateWindowBlob`: a view of `size` consecutive entries of
+    /// axis 0 (BatchLength), starting at position 0. Its other dims are the
+    /// parent's.
+    pub fn window(&self, size: usize) -> Result<Blob> {
+        let st = self.state();
+        if st.shape.rank() == 0 {
+            return Err(err!(Shape, "a window needs an axis 0, but this blob is a scalar"));
+        }
+        let dim0 = st.shape.dims()[0];
+        if size == 0 || size > dim0 {
+            return Err(err!(
+                OutOfRange,
+                "window size {size} must be in 1..={dim0} (the parent's axis 0)"
+            ));
+        }
+        let row = st.shape.count() / dim0;
+        let shape = st.shape.with_dim(0, size)?;
+        let state = State {
+            capacity: shape.count(),
+            shape,
+            storage: Arc::clone(&st.storage),
+            offset: st.offset,
+            view: Some(View { parent: self.clone(), kind: ViewKind::Window { pos: 0, rows: size, row } }),
+        };
+        drop(st);
+        Ok(self.derived(state))
+    }
+
+    /// Serrano `slice(index)`: the sub-tensor at these leading indices, of
+    /// shape `dims[k..]`, sharing memory. `k` may be 0 (the whole blob) up
+    /// to the rank (a scalar view).
+    pub fn slice(&self, index: &[usize]) -> Result<Blob> {
+        let st = self.state();
+        let dims = st.shape.dims();
+        if index.len() > dims.len() {
+            return Err(err!(
+                OutOfRange,
+                "{} slice indices given for a blob of rank {}",
+                index.len(),
+                dims.len()
+            ));
+        }
+        let offset = st.shape.offset(index)?;
+        let shape = Shape::new(&dims[index.len()..])?;
+        let state = State {
+            capacity: shape.count(),
+            shape,
+            storage: Arc::clone(&st.storage),
+            offset: st.offset + offset,
+            view: Some(View { parent: self.clone(), kind: ViewKind::Slice { index: index.to_vec() } }),
+        };
+        drop(st);
+        Ok(self.derived(state))
+    }
+
+    /// The blob this view was made from (NeoML `GetParent`); `None` for a
+    /// blob that is not a view.
+    pub fn parent(&self) -> Option<Blob> {
+        self.state().view.as_ref().map(|v| v.parent.clone())
+    }
+
+    /// The blob at the root of the view chain (NeoML `GetOwner`): the blob
+    /// itself when it is not a view.
+    pub fn owner(&self) -> Blob {
+        let mut cur = self.clone();
+        while let Some(p) = cur.parent() {
+            cur = p;
+        }
+        cur
+    }
+
+    /// True for windows and slices.
+    pub fn is_view(&self) -> bool {
+        self.state().view.is_some()
+    }
+
+    /// True for windows.
+    pub fn is_window(&self) -> bool {
+        matches!(self.state().view, Some(View { kind: ViewKind::Window { .. }, .. }))
+    }
+
+    /// The leading indices of a slice; `None` for anything else.
+    pub fn slice_index(&self) -> Option<Vec<usize>> {
+        match &self.state().view {
+            Some(View { kind: ViewKind::Slice { index }, .. }) => Some(index.clone()),
+            _ => None,
+        }
+    }
+
+    /// A window's position on its parent's axis 0 (NeoML `GetParentPos`).
+    /// InvalidArgument for anything but a window.
+    pub fn parent_pos(&self) -> Result<usize> {
+        match &self.state().view {
+            Some(View { kind: ViewKind::Window { pos, .. }, .. }) => Ok(*pos),
+            _ => Err(err!(InvalidArgument, "parent_pos: this blob is not a window")),
+        }
+    }
+
+    /// Moves a window to position `pos` of its parent's axis 0 (NeoML
+    /// `SetParentPos`). OutOfRange unless `0 <= pos` and
+    /// `pos + size <= parent axis 0`; nothing changes on error.
+    pub fn set_parent_pos(&self, pos: i64) -> Result<()> {
+        let mut st = self.state_mut();
+        let (parent, rows, row) = match &st.view {
+            Some(View { parent, kind: ViewKind::Window { rows, row, .. } }) => (parent.clone(), *rows, *row),
+            _ => return Err(err!(InvalidArgument, "set_parent_pos: this blob is not a window")),
+        };
+        let pos = non_negative(pos, "window position")?;
+        let pst = parent.state();
+        let pdims = pst.shape.dims();
+        let pdim0 = pdims.first().copied().unwrap_or(0);
+        if pos.checked_add(rows).is_none_or(|end| end > pdim0) {
+            return Err(err!(
+                OutOfRange,
+                "window of size {rows} at position {pos} does not fit the parent's axis 0 of {pdim0}"
+            ));
+        }
+        if pst.shape.count() / pdim0.max(1) != row {
+            return Err(err!(
+                Shape,
+                "the parent was reshaped to {} since the window was made; make a new window",
+                pst.shape
+            ));
+        }
+        let offset = pst.offset + pos * row;
+        let es = self.dtype().size();
+        if (offset + rows * row) * es > pst.storage.len() {
+            return Err(err!(Internal, "window region exceeds the parent's memory"));
+        }
+        st.storage = Arc::clone(&pst.storage);
+        st.offset = offset;
+        if let Some(View { kind: ViewKind::Window { pos: p, .. }, .. }) = &mut st.view {
+            *p = pos;
+        }
+        Ok(())
+    }
+
+    /// Moves a window by `shift` positions (NeoML `ShiftParentPos`),
+    /// checked as [`Blob::set_parent_pos`].
+    pub fn shift_parent_pos(&self, shift: i64) -> Result<()> {
+        let pos = self.parent_pos()? as i64;
+        let new = pos
+            .checked_add(shift)
+            .ok_or_else(|| err!(OutOfRange, "window position {pos} + {shift} overflows"))?;
+        self.set_parent_pos(new)
+    }
+}

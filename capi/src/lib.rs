@@ -1,0 +1,1 @@
+//! C ABI for blobcore: filled in by the C API issue.

@@ -1,0 +1,1 @@
+//! Python bindings for blobcore: filled in by the Python issue.
