@@ -226,3 +226,15 @@ impl<T: Element> DerefMut for WriteGuard<T> {
         self.host.typed_mut::<T>()
     }
 }
+
+impl<T: Element> std::fmt::Debug for ReadGuard<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadGuard").field("shape", &self.shape).finish()
+    }
+}
+
+impl<T: Element> std::fmt::Debug for WriteGuard<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteGuard").field("shape", &self.shape).finish()
+    }
+}

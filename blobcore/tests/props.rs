@@ -1,0 +1,202 @@
+//! Property tests: every operation against ndarray (an independent
+//! implementation of the same semantics) or a naive loop, for every dtype,
+//! on random shapes including zero dims; plus fixed large cases that take
+//! the multi-threaded paths.
+
+use blobcore::{Blob, DType, Element, Engine};
+use half::{bf16, f16};
+use ndarray::{concatenate, ArrayD, Axis, IxDyn, Slice};
+use proptest::prelude::*;
+
+fn make<T: Element>(dims: &[usize], seed: u64) -> (Blob, ArrayD<T>) {
+    let n: usize = dims.iter().product();
+    // Small integers are exact in every dtype (bf16 holds integers up to 256).
+    let signed = !matches!(T::DTYPE, DType::U8);
+    let vals: Vec<T> = (0..n as u64)
+        .map(|i| {
+            let v = ((i.wrapping_mul(2654435761).wrapping_add(seed * 97)) % 100) as f64;
+            T::from_f64(if signed { v - 50.0 } else { v })
+        })
+        .collect();
+    let a = ArrayD::from_shape_vec(IxDyn(dims), vals).unwrap();
+    let b = Blob::from_array(a.clone()).unwrap();
+    (b, a)
+}
+
+fn check<T: Element>(b: &Blob, want: &ArrayD<T>) {
+    assert_eq!(b.dims(), want.shape());
+    assert_eq!(b.to_array::<T>().unwrap(), *want);
+}
+
+fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(0usize..5, 1..5)
+}
+
+macro_rules! for_each_dtype {
+    ($f:ident ( $($arg:expr),* )) => {{
+        $f::<f32>($($arg),*);
+        $f::<i32>($($arg),*);
+        $f::<f64>($($arg),*);
+        $f::<i64>($($arg),*);
+        $f::<u8>($($arg),*);
+        $f::<i8>($($arg),*);
+        $f::<f16>($($arg),*);
+        $f::<bf16>($($arg),*);
+    }};
+}
+
+fn merge_split_case<T: Element>(dims: Vec<usize>, axis: usize, extra: Vec<usize>) {
+    let axis = axis % dims.len();
+    let mut parts = Vec::new();
+    let mut arrays = Vec::new();
+    for (i, &x) in extra.iter().enumerate() {
+        let mut d = dims.clone();
+        d[axis] = x;
+        let (b, a) = make::<T>(&d, i as u64);
+        parts.push(b);
+        arrays.push(a);
+    }
+    let refs: Vec<&Blob> = parts.iter().collect();
+    let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
+    let want = concatenate(Axis(axis), &views).unwrap();
+    let merged = Blob::merged(&refs, axis as isize).unwrap();
+    check(&merged, &want);
+    let back = merged.split_sizes(axis as isize, &extra).unwrap();
+    for (b, a) in back.iter().zip(&arrays) {
+        check(b, a);
+    }
+}
+
+fn transpose_case<T: Element>(dims: Vec<usize>, d1: usize, d2: usize) {
+    let (d1, d2) = (d1 % dims.len(), d2 % dims.len());
+    let (b, a) = make::<T>(&dims, 3);
+    let mut v = a.view();
+    v.swap_axes(d1, d2);
+    let want = v.as_standard_layout().into_owned();
+    check(&b.transposed(d1 as isize, d2 as isize).unwrap(), &want);
+    let dst = Blob::tensor(&Engine::cpu(), T::DTYPE, want.shape()).unwrap();
+    dst.transpose_from(&b, d1 as isize - dims.len() as isize, d2 as isize).unwrap();
+    check(&dst, &want);
+}
+
+fn arith_case<T: Element>(dims: Vec<usize>, value: i8, factor: i8) {
+    let (a, x) = make::<T>(&dims, 1);
+    let (b, y) = make::<T>(&dims, 2);
+    a.add(&b).unwrap();
+    let sum = ndarray::Zip::from(&x).and(&y).map_collect(|&p, &q| T::add(p, q));
+    check(&a, &sum);
+    a.scale(factor as f64).unwrap();
+    let scaled = sum.mapv(|p| T::scale(p, factor as f64));
+    check(&a, &scaled);
+    let asum: f64 = scaled.iter().map(|v| v.to_f64().abs()).sum();
+    let sumsq: f64 = scaled.iter().map(|v| v.to_f64() * v.to_f64()).sum();
+    assert!((a.asum().unwrap() - asum).abs() <= 1e-12 * asum.max(1.0));
+    assert!((a.sumsq().unwrap() - sumsq).abs() <= 1e-12 * sumsq.max(1.0));
+    a.fill(value as f64).unwrap();
+    check(&a, &ArrayD::from_elem(IxDyn(&dims), T::from_f64(value as f64)));
+    // update: data -= diff
+    let d = a.diff().unwrap();
+    d.copy_from(&b).unwrap();
+    a.update().unwrap();
+    let upd = ndarray::Zip::from(&ArrayD::from_elem(IxDyn(&dims), T::from_f64(value as f64)))
+        .and(&y)
+        .map_collect(|&p, &q| T::sub(p, q));
+    check(&a, &upd);
+    a.clear().unwrap();
+    assert_eq!(a.asum().unwrap(), 0.0);
+}
+
+fn view_case<T: Element>(dims: Vec<usize>, size: usize, pos: usize, idx: Vec<usize>) {
+    let (b, a) = make::<T>(&dims, 5);
+    let d0 = dims[0];
+    if d0 > 0 {
+        let size = 1 + size % d0;
+        let pos = pos % (d0 - size + 1);
+        let w = b.window(size).unwrap();
+        w.set_parent_pos(pos as i64).unwrap();
+        assert_eq!(w.parent_pos().unwrap(), pos);
+        let want = a.slice_axis(Axis(0), Slice::from(pos..pos + size)).to_owned();
+        check(&w, &want);
+        // Out-of-range positions fail and leave the window where it was.
+        assert_eq!(w.set_parent_pos((d0 - size + 1) as i64).unwrap_err().code(), 6);
+        assert_eq!(w.set_parent_pos(-1).unwrap_err().code(), 6);
+        assert_eq!(w.parent_pos().unwrap(), pos);
+        check(&w, &want);
+    }
+    let k = idx.len().min(dims.len());
+    let index: Vec<usize> = idx[..k].iter().zip(&dims).map(|(&i, &d)| if d == 0 { 0 } else { i % d }).collect();
+    if dims[..k].iter().all(|&d| d > 0) {
+        let s = b.slice(&index).unwrap();
+        let mut view = a.view();
+        for &i in &index {
+            view = view.index_axis_move(Axis(0), i);
+        }
+        check(&s, &view.to_owned());
+    } else if k > 0 {
+        assert_eq!(b.slice(&index).unwrap_err().code(), 6);
+    }
+}
+
+fn reshape_case<T: Element>(dims: Vec<usize>, new_dims: Vec<usize>) {
+    let (b, a) = make::<T>(&dims, 7);
+    let old: Vec<T> = a.iter().copied().collect();
+    let n_new: usize = new_dims.iter().product();
+    let cap = b.capacity();
+    b.reshape(&new_dims).unwrap();
+    assert_eq!(b.dims(), new_dims);
+    let got = b.to_vec::<T>().unwrap();
+    if n_new <= cap {
+        // Caffe: the memory and its contents are kept.
+        assert_eq!(&got[..], &old[..n_new]);
+        assert_eq!(b.capacity(), cap);
+    } else {
+        assert!(got.iter().all(|v| *v == T::default()));
+        assert_eq!(b.capacity(), n_new);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn merge_split_like_concatenate(dims in shape_strategy(), axis in 0usize..4, extra in prop::collection::vec(0usize..4, 1..4)) {
+        for_each_dtype!(merge_split_case(dims.clone(), axis, extra.clone()));
+    }
+
+    #[test]
+    fn transposed_like_swapaxes(dims in shape_strategy(), d1 in 0usize..4, d2 in 0usize..4) {
+        for_each_dtype!(transpose_case(dims.clone(), d1, d2));
+    }
+
+    #[test]
+    fn arithmetic_like_naive(dims in shape_strategy(), value in any::<i8>(), factor in -3i8..4) {
+        for_each_dtype!(arith_case(dims.clone(), value, factor));
+    }
+
+    #[test]
+    fn windows_and_slices_like_ndarray(dims in shape_strategy(), size in 0usize..8, pos in 0usize..8, idx in prop::collection::vec(0usize..5, 0..4)) {
+        for_each_dtype!(view_case(dims.clone(), size, pos, idx.clone()));
+    }
+
+    #[test]
+    fn reshape_follows_caffe_capacity(dims in shape_strategy(), new_dims in shape_strategy()) {
+        for_each_dtype!(reshape_case(dims.clone(), new_dims.clone()));
+    }
+}
+
+/// Sizes past the parallel threshold take the multi-threaded kernels.
+#[test]
+fn large_blobs_take_parallel_paths_correctly() {
+    // Many small rows (channel merge), few huge rows (axis 0), and a middle axis.
+    for (dims, axis) in [(vec![300usize, 700, 3], 2usize), (vec![2, 300_000], 0), (vec![4, 500, 300], 1)] {
+        merge_split_case::<f32>(dims.clone(), axis, vec![dims[axis], 1, dims[axis] + 2]);
+        merge_split_case::<u8>(dims.clone(), axis, vec![dims[axis], 3]);
+    }
+    // Innermost axis involved (tiled), batch of planes, and wide inner chunks.
+    transpose_case::<f32>(vec![700, 900], 0, 1);
+    transpose_case::<f64>(vec![3, 300, 5, 200], 1, 3);
+    transpose_case::<f16>(vec![64, 40, 50, 7], 0, 2);
+    transpose_case::<i8>(vec![2000, 1200], 1, 0);
+    arith_case::<f32>(vec![1000, 700], 3, 2);
+    arith_case::<i32>(vec![3, 500_000], -4, -2);
+}
