@@ -12,8 +12,9 @@
 //! Set BLOBCORE_BENCH_MIB to change the size (default 128).
 
 use blobcore::{Blob, BlobDim, DType, Engine};
-use criterion::{black_box, Criterion};
-use ndarray::{s, ArrayD, Axis, IxDyn, Zip};
+use criterion::Criterion;
+use std::hint::black_box;
+use ndarray::{ArrayD, Axis, IxDyn, Zip};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -151,7 +152,6 @@ fn main() {
     record(&mut c, "ndarray/sumsq", || {
         black_box(Zip::from(&na).fold(0f64, |acc, &x| acc + (x as f64) * (x as f64)));
     });
-    let _ = s![..]; // keep the macro import used on every ndarray version
 
     c.final_summary();
 

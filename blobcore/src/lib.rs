@@ -49,3 +49,8 @@ pub use storage::{Head, ReleaseFn};
 
 /// The crate version, as `blob_version()` reports it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The README's Rust quick start, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -23,6 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub const ALIGN: usize = 64;
 /// Allocations of at least this many bytes are page-aligned memory maps.
 pub const PAGE: usize = 4096;
+/// Maps of at least this many bytes ask for transparent huge pages.
+pub const HUGE_PAGE: usize = 2 << 20;
 
 /// Where the current copy of the data lives (Caffe's SyncedMemory heads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,6 +168,12 @@ impl Storage {
             // first touch, so untouched pages cost no resident memory.
             let map = memmap2::MmapMut::map_anon(len)
                 .map_err(|e| err!(OutOfMemory, "cannot map {len} bytes: {e}"))?;
+            #[cfg(target_os = "linux")]
+            if len >= HUGE_PAGE {
+                // Transparent huge pages cut TLB misses for strided kernels
+                // (transposes); purely advisory, so failure is ignored.
+                let _ = map.advise(memmap2::Advice::HugePage);
+            }
             Ok(HostMem::Mapped(map))
         } else {
             let layout = Layout::from_size_align(len.max(1), ALIGN)
@@ -280,6 +288,12 @@ impl Borrow {
     /// The storage this borrow is of.
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
+    }
+}
+
+impl std::fmt::Debug for Borrow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Borrow").field("id", &self.id).finish()
     }
 }
 

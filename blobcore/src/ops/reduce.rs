@@ -28,7 +28,7 @@ fn lanes<T: Element>(x: &[T], f: impl Fn(f64) -> f64) -> f64 {
 
 fn reduce<T: Element>(x: &[T], f: impl Fn(f64) -> f64 + Sync + Send + Copy) -> f64 {
     let es = std::mem::size_of::<T>();
-    if x.len() * es < PARALLEL_BYTES {
+    if std::mem::size_of_val(x) < PARALLEL_BYTES {
         return lanes(x, f);
     }
     let parts: Vec<f64> = x.par_chunks(TASK_BYTES / es).map(|c| lanes(c, f)).collect();
