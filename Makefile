@@ -3,29 +3,79 @@
 
 CARGO ?= cargo
 PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+CBINDGEN_VERSION := 0.29.4
+CBINDGEN := $(CURDIR)/.tools/bin/cbindgen
+LIBDIR := target/release
+STAGE := $(CURDIR)/build/stage
+CBUILD := $(CURDIR)/build/c
+VALGRIND ?= valgrind
 
-.PHONY: all build demo test test-rust bench clean lint
+.PHONY: all build demo test test-rust test-c header header-check install stage bench bench-c lint clean
 
 all: build
 
 build:
 	$(CARGO) build --workspace --release
 
-demo: build
+demo: build stage
 	$(CARGO) run -q -p blobcore --release --example demo
+	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(CBUILD) -j2 >/dev/null
+	@for ex in quickstart windows merge_split lifo cpp_example; do echo "== $$ex"; $(CBUILD)/$$ex || exit 1; done
 
-test: test-rust
+test: header-check test-rust test-c
 
 # Release mode: the property tests run many cases, and the memory test
 # checks resident sizes of optimised code.
 test-rust:
 	$(CARGO) test --workspace --release
 
+# C and C++ examples and the error-path tests, through ctest against a staged
+# install, then once more under valgrind.
+test-c: stage
+	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(CBUILD) -j2
+	cd $(CBUILD) && ctest --output-on-failure -LE memcheck
+	cd $(CBUILD) && ctest --output-on-failure -L memcheck
+
+$(CBINDGEN):
+	$(CARGO) install --quiet --locked --root $(CURDIR)/.tools cbindgen --version $(CBINDGEN_VERSION)
+
+header: $(CBINDGEN)
+	$(CBINDGEN) -q --config capi/cbindgen.toml --crate blobcore-capi --output include/blob.h capi
+
+# Fails when include/blob.h is not what cbindgen generates from capi/.
+header-check: $(CBINDGEN)
+	$(CBINDGEN) -q --verify --config capi/cbindgen.toml --crate blobcore-capi --output include/blob.h capi
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/blob
+	install -m 644 include/blob.h include/blob.hpp $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(LIBDIR)/libblob.so $(DESTDIR)$(PREFIX)/lib/libblob.so.$(VERSION)
+	ln -sf libblob.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libblob.so.0
+	ln -sf libblob.so.0 $(DESTDIR)$(PREFIX)/lib/libblob.so
+	install -m 644 $(LIBDIR)/libblob.a $(DESTDIR)$(PREFIX)/lib/libblob.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' packaging/blob.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/blob.pc
+	install -m 644 packaging/blobConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/blob/
+	sed -e 's|@VERSION@|$(VERSION)|' packaging/blobConfigVersion.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/blob/blobConfigVersion.cmake
+
+# A private install under build/stage that the C examples and tests build against.
+stage:
+	$(MAKE) install PREFIX=$(STAGE) DESTDIR=
+
 bench:
 	$(CARGO) bench -p blobcore --bench ops
+
+bench-c: stage
+	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(CBUILD) -j2 --target call_overhead >/dev/null
+	$(CBUILD)/call_overhead
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean
+	rm -rf build

@@ -1,1 +1,128 @@
-//! C ABI for blobcore: filled in by the C API issue.
+//! # libblob — the C ABI of blobcore
+//!
+//! A thin translation layer: every function converts its arguments, calls
+//! `blobcore`, and maps the result to an `int32_t` status (`BLOB_OK` = 0).
+//! Conventions:
+//! - results go through out-pointers, which are left untouched on error;
+//! - `blob_last_error()` gives the calling thread's last message (empty
+//!   after a success);
+//! - handles that are NULL, freed or never issued are reported as
+//!   `BLOB_ERR_NULL_POINTER` / `BLOB_ERR_INVALID_HANDLE`, never dereferenced;
+//! - every function catches panics and returns `BLOB_ERR_INTERNAL`;
+//! - a NULL `BlobEngine*` means the default CPU engine;
+//! - every handle a function hands out must be freed with its `_free`
+//!   function; views keep their memory alive on their own.
+//!
+//! Thread safety: all functions may be called from any thread. Operations on
+//! different blobs run concurrently; an operation that would write memory
+//! that another thread is using fails with `BLOB_ERR_BUSY` rather than racing.
+//! Raw buffers from `blob_get_buffer` are plain memory: synchronising their
+//! use is the caller's job.
+
+#![allow(clippy::missing_safety_doc)]
+
+mod buffers;
+mod create;
+mod data;
+mod engine;
+mod formats;
+mod handles;
+mod merge;
+mod ops;
+mod query;
+mod status;
+mod views;
+
+pub use handles::{Blob, BlobEngine};
+
+/// Success.
+pub const BLOB_OK: i32 = 0;
+/// A required pointer argument was NULL.
+pub const BLOB_ERR_NULL_POINTER: i32 = 1;
+/// A handle was freed or never issued.
+pub const BLOB_ERR_INVALID_HANDLE: i32 = 2;
+/// An argument is malformed.
+pub const BLOB_ERR_INVALID_ARGUMENT: i32 = 3;
+/// Dims are negative, overflow, exceed rank 32 or do not match.
+pub const BLOB_ERR_SHAPE: i32 = 4;
+/// Wrong or mismatched dtype.
+pub const BLOB_ERR_DTYPE: i32 = 5;
+/// Index, axis, position or range outside the blob.
+pub const BLOB_ERR_OUT_OF_RANGE: i32 = 6;
+/// A buffer was released out of LIFO order.
+pub const BLOB_ERR_LIFO: i32 = 7;
+/// The memory is in use by views, buffers or exports.
+pub const BLOB_ERR_BUSY: i32 = 8;
+/// Memory could not be allocated.
+pub const BLOB_ERR_OUT_OF_MEMORY: i32 = 9;
+/// A compute device failed or is missing.
+pub const BLOB_ERR_DEVICE: i32 = 10;
+/// File I/O failed.
+pub const BLOB_ERR_IO: i32 = 11;
+/// A file or byte stream is malformed.
+pub const BLOB_ERR_FORMAT: i32 = 12;
+/// Valid but unsupported request.
+pub const BLOB_ERR_UNSUPPORTED: i32 = 13;
+/// A bug in blobcore (a caught panic or broken invariant).
+pub const BLOB_ERR_INTERNAL: i32 = 14;
+
+/// 32-bit float.
+pub const BLOB_F32: i32 = 1;
+/// 32-bit signed integer.
+pub const BLOB_I32: i32 = 2;
+/// 64-bit float.
+pub const BLOB_F64: i32 = 3;
+/// 64-bit signed integer.
+pub const BLOB_I64: i32 = 4;
+/// 8-bit unsigned integer.
+pub const BLOB_U8: i32 = 5;
+/// 8-bit signed integer.
+pub const BLOB_I8: i32 = 6;
+/// 16-bit IEEE half float.
+pub const BLOB_F16: i32 = 7;
+/// 16-bit brain float.
+pub const BLOB_BF16: i32 = 8;
+
+/// Named dim: sequence length (axis 0).
+pub const BLOB_DIM_BATCH_LENGTH: i32 = 0;
+/// Named dim: batch (axis 1).
+pub const BLOB_DIM_BATCH_WIDTH: i32 = 1;
+/// Named dim: list size (axis 2).
+pub const BLOB_DIM_LIST_SIZE: i32 = 2;
+/// Named dim: height (axis 3).
+pub const BLOB_DIM_HEIGHT: i32 = 3;
+/// Named dim: width (axis 4).
+pub const BLOB_DIM_WIDTH: i32 = 4;
+/// Named dim: depth (axis 5).
+pub const BLOB_DIM_DEPTH: i32 = 5;
+/// Named dim: channels (axis 6).
+pub const BLOB_DIM_CHANNELS: i32 = 6;
+
+/// Where a blob's current data lives: nothing allocated yet.
+pub const BLOB_HEAD_UNINITIALIZED: i32 = 0;
+/// The host copy is current.
+pub const BLOB_HEAD_CPU: i32 = 1;
+/// The device copy is current.
+pub const BLOB_HEAD_GPU: i32 = 2;
+/// Host and device copies agree.
+pub const BLOB_HEAD_SYNCED: i32 = 3;
+
+/// The calling thread's last error message; an empty string after a
+/// success. Valid until the next blob call on this thread.
+#[no_mangle]
+pub extern "C" fn blob_last_error() -> *const std::ffi::c_char {
+    status::last_error_ptr()
+}
+
+/// The name of a status code (`"BLOB_OK"`, `"BLOB_LIFO"`, ...;
+/// `"BLOB_UNKNOWN"` for anything else). A static string.
+#[no_mangle]
+pub extern "C" fn blob_status_str(status: i32) -> *const std::ffi::c_char {
+    status::status_name(status)
+}
+
+/// The library version ("MAJOR.MINOR.PATCH"). A static string.
+#[no_mangle]
+pub extern "C" fn blob_version() -> *const std::ffi::c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

@@ -1,0 +1,120 @@
+//! Shape changes, host copies, blob copies and transposes.
+
+use crate::handles::{self, Blob};
+use crate::status::{dims as parse_dims, ffi, out, put};
+use blobcore::{DType, Error};
+use std::ffi::c_void;
+
+fn host_len(byte_len: usize) -> Result<(), Error> {
+    if isize::try_from(byte_len).is_err() {
+        return Err(Error::InvalidArgument(format!("byte_len {byte_len} exceeds isize::MAX")));
+    }
+    Ok(())
+}
+
+/// Caffe `Reshape`: keeps memory up to the capacity; growing past it
+/// reallocates (zeros), which is `BLOB_ERR_BUSY` while views, buffers or
+/// exports share the memory.
+#[no_mangle]
+pub extern "C" fn blob_reshape(b: *mut Blob, dims: *const i64, rank: usize) -> i32 {
+    ffi!({ handles::blob(b, "blob")?.reshape(&parse_dims(dims, rank)?) })
+}
+
+/// Changes the dims at the same element count without touching the data.
+#[no_mangle]
+pub extern "C" fn blob_reinterpret(b: *mut Blob, dims: *const i64, rank: usize) -> i32 {
+    ffi!({ handles::blob(b, "blob")?.reinterpret(&parse_dims(dims, rank)?) })
+}
+
+/// Copies `byte_len` bytes (exactly the blob's size) from `src` into the blob.
+#[no_mangle]
+pub extern "C" fn blob_copy_from_host(b: *mut Blob, src: *const c_void, byte_len: usize) -> i32 {
+    ffi!({
+        let b = handles::blob(b, "blob")?;
+        host_len(byte_len)?;
+        if byte_len != b.byte_size() {
+            return Err(Error::InvalidArgument(format!("{byte_len} bytes given for a blob of {} bytes", b.byte_size())));
+        }
+        let s: &[u8] = if byte_len == 0 {
+            &[]
+        } else if src.is_null() {
+            return Err(Error::NullPointer("src is NULL".into()));
+        } else {
+            // SAFETY: non-NULL; the caller promises byte_len readable bytes.
+            unsafe { std::slice::from_raw_parts(src as *const u8, byte_len) }
+        };
+        b.copy_from_bytes(s)
+    })
+}
+
+/// Copies the blob's data (exactly `byte_len` bytes) into `dst`.
+#[no_mangle]
+pub extern "C" fn blob_copy_to_host(b: *const Blob, dst: *mut c_void, byte_len: usize) -> i32 {
+    ffi!({
+        let b = handles::blob(b, "blob")?;
+        host_len(byte_len)?;
+        if byte_len != b.byte_size() {
+            return Err(Error::InvalidArgument(format!("room for {byte_len} bytes given for a blob of {} bytes", b.byte_size())));
+        }
+        if byte_len == 0 {
+            return Ok(());
+        }
+        if dst.is_null() {
+            return Err(Error::NullPointer("dst is NULL".into()));
+        }
+        // SAFETY: non-NULL; the caller promises byte_len writable bytes.
+        let d = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, byte_len) };
+        b.copy_to_bytes(d)
+    })
+}
+
+/// NeoML `CopyFrom`: same dims and dtype.
+#[no_mangle]
+pub extern "C" fn blob_copy_from(dst: *mut Blob, src: *const Blob) -> i32 {
+    ffi!({ handles::blob(dst, "dst")?.copy_from(&handles::blob(src, "src")?) })
+}
+
+/// NeoML `TransposeFrom`: `dst` = `src` with axes d1 and d2 swapped (numpy.swapaxes).
+#[no_mangle]
+pub extern "C" fn blob_transpose_from(dst: *mut Blob, src: *const Blob, d1: i32, d2: i32) -> i32 {
+    ffi!({ handles::blob(dst, "dst")?.transpose_from(&handles::blob(src, "src")?, d1 as isize, d2 as isize) })
+}
+
+fn derive(b: *const Blob, o: *mut *mut Blob, f: impl FnOnce(&blobcore::Blob) -> Result<blobcore::Blob, Error>) -> i32 {
+    ffi!({
+        let o = out(o, "out")?;
+        let b = handles::blob(b, "blob")?;
+        put(o, handles::issue_blob(f(&b)?));
+        Ok(())
+    })
+}
+
+/// NeoML `GetCopy`: an independent copy.
+#[no_mangle]
+pub extern "C" fn blob_copy(b: *const Blob, out: *mut *mut Blob) -> i32 {
+    derive(b, out, |b| b.copy())
+}
+
+/// NeoML `GetClone`: same dims and dtype, reading as zeros.
+#[no_mangle]
+pub extern "C" fn blob_clone(b: *const Blob, out: *mut *mut Blob) -> i32 {
+    derive(b, out, |b| b.clone_zeroed())
+}
+
+/// NeoML `GetClone(type)`: same dims, another dtype, reading as zeros.
+#[no_mangle]
+pub extern "C" fn blob_clone_as(b: *const Blob, dtype: i32, out: *mut *mut Blob) -> i32 {
+    derive(b, out, |b| b.clone_as(DType::from_code(dtype)?))
+}
+
+/// NeoML `GetTransposed`: a contiguous copy with axes d1 and d2 swapped.
+#[no_mangle]
+pub extern "C" fn blob_transposed(b: *const Blob, d1: i32, d2: i32, out: *mut *mut Blob) -> i32 {
+    derive(b, out, |b| b.transposed(d1 as isize, d2 as isize))
+}
+
+/// The Caffe diff companion (same dims and dtype, created on first use) as a new handle.
+#[no_mangle]
+pub extern "C" fn blob_diff(b: *const Blob, out: *mut *mut Blob) -> i32 {
+    derive(b, out, |b| b.diff())
+}

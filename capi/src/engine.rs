@@ -1,0 +1,33 @@
+//! Engines.
+
+use crate::handles::{self, BlobEngine};
+use crate::status::{ffi, out, path, put};
+use blobcore::{Engine, Error};
+use std::ffi::c_char;
+
+/// Hands out a handle to the CPU engine (free it with `blob_engine_free`).
+#[no_mangle]
+pub extern "C" fn blob_engine_cpu(out_engine: *mut *mut BlobEngine) -> i32 {
+    ffi!({
+        let o = out(out_engine, "out")?;
+        put(o, handles::issue_engine(Engine::cpu()));
+        Ok(())
+    })
+}
+
+/// Hands out a GPU engine on the adapter whose name contains `adapter_hint`
+/// (NULL = any). `BLOB_ERR_DEVICE` when no GPU engine is available.
+#[no_mangle]
+pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut *mut BlobEngine) -> i32 {
+    ffi!({
+        out(out_engine, "out")?;
+        let hint = if adapter_hint.is_null() { "any adapter".to_string() } else { path(adapter_hint)?.to_string() };
+        Err(Error::Device(format!("no GPU engine in this build (asked for {hint}); use the CPU engine")))
+    })
+}
+
+/// Frees an engine handle. Blobs created on it keep working.
+#[no_mangle]
+pub extern "C" fn blob_engine_free(engine: *mut BlobEngine) -> i32 {
+    ffi!({ handles::free_engine(engine) })
+}

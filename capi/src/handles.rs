@@ -1,0 +1,97 @@
+//! The registry of live handles. A handle is an opaque, never-reused token
+//! shaped like a pointer; it is looked up, never dereferenced, so NULL,
+//! freed, double-freed or made-up handles are reported as errors instead
+//! of being undefined behaviour.
+
+use blobcore::{Engine, Error};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{LazyLock, RwLock};
+
+/// An n-dimensional blob (opaque; created by `blob_create_*`, freed by `blob_free`).
+pub struct Blob {
+    _opaque: [u8; 0],
+}
+
+/// An engine: where blobs live and run (opaque; NULL means the default CPU engine).
+pub struct BlobEngine {
+    _opaque: [u8; 0],
+}
+
+/// Tokens advance by 16 so they look like aligned pointers; they are never reused.
+/// (A BTreeMap rather than a HashMap: its static allocations stay "still
+/// reachable" for valgrind instead of "possibly lost".)
+static NEXT: AtomicUsize = AtomicUsize::new(1);
+
+static BLOBS: LazyLock<RwLock<BTreeMap<usize, blobcore::Blob>>> = LazyLock::new(Default::default);
+static ENGINES: LazyLock<RwLock<BTreeMap<usize, Engine>>> = LazyLock::new(Default::default);
+
+fn token() -> usize {
+    NEXT.fetch_add(1, Ordering::Relaxed) << 4
+}
+
+/// Issues a new handle for `b`.
+pub fn issue_blob(b: blobcore::Blob) -> *mut Blob {
+    let t = token();
+    BLOBS.write().unwrap_or_else(|e| e.into_inner()).insert(t, b);
+    t as *mut Blob
+}
+
+/// The blob behind a handle.
+pub fn blob(h: *const Blob, what: &str) -> Result<blobcore::Blob, Error> {
+    if h.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    BLOBS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&(h as usize))
+        .cloned()
+        .ok_or_else(|| Error::InvalidHandle(format!("{what} ({h:p}) is not a live blob handle (freed, or never issued)")))
+}
+
+/// Frees a blob handle (the blob lives on while views or other handles use it).
+pub fn free_blob(h: *mut Blob) -> Result<(), Error> {
+    if h.is_null() {
+        return Err(Error::NullPointer("blob is NULL".into()));
+    }
+    let removed = BLOBS.write().unwrap_or_else(|e| e.into_inner()).remove(&(h as usize));
+    match removed {
+        Some(b) => {
+            drop(b);
+            Ok(())
+        }
+        None => Err(Error::InvalidHandle(format!("{h:p} is not a live blob handle (double free?)"))),
+    }
+}
+
+/// Issues a new engine handle.
+pub fn issue_engine(e: Engine) -> *mut BlobEngine {
+    let t = token();
+    ENGINES.write().unwrap_or_else(|e| e.into_inner()).insert(t, e);
+    t as *mut BlobEngine
+}
+
+/// The engine behind a handle; NULL is the default CPU engine.
+pub fn engine(h: *const BlobEngine) -> Result<Engine, Error> {
+    if h.is_null() {
+        return Ok(Engine::cpu());
+    }
+    ENGINES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&(h as usize))
+        .cloned()
+        .ok_or_else(|| Error::InvalidHandle(format!("engine {h:p} is not a live engine handle")))
+}
+
+/// Frees an engine handle.
+pub fn free_engine(h: *mut BlobEngine) -> Result<(), Error> {
+    if h.is_null() {
+        return Err(Error::NullPointer("engine is NULL".into()));
+    }
+    match ENGINES.write().unwrap_or_else(|e| e.into_inner()).remove(&(h as usize)) {
+        Some(_) => Ok(()),
+        None => Err(Error::InvalidHandle(format!("{h:p} is not a live engine handle (double free?)"))),
+    }
+}

@@ -1,0 +1,144 @@
+//! Size queries.
+
+use crate::handles::{self, Blob};
+use crate::status::{array, ffi, index, out, put};
+use blobcore::{BlobDim, Error, MAX_RANK};
+
+fn query<T>(b: *const Blob, o: *mut T, f: impl FnOnce(&blobcore::Blob) -> Result<T, Error>) -> i32 {
+    ffi!({
+        let o = out(o, "out")?;
+        let b = handles::blob(b, "blob")?;
+        put(o, f(&b)?);
+        Ok(())
+    })
+}
+
+fn i64_of(v: usize) -> i64 {
+    // Counts are bounded by i64::MAX (Shape's invariant).
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The dtype code (`BLOB_F32` ...).
+#[no_mangle]
+pub extern "C" fn blob_dtype(b: *const Blob, out: *mut i32) -> i32 {
+    query(b, out, |b| Ok(b.dtype().code()))
+}
+
+/// The number of axes.
+#[no_mangle]
+pub extern "C" fn blob_rank(b: *const Blob, out: *mut usize) -> i32 {
+    query(b, out, |b| Ok(b.rank()))
+}
+
+/// Writes the dims into `out[0..rank]`; `BLOB_ERR_OUT_OF_RANGE` if `capacity` < rank.
+#[no_mangle]
+pub extern "C" fn blob_dims(b: *const Blob, out_dims: *mut i64, capacity: usize) -> i32 {
+    ffi!({
+        let b = handles::blob(b, "blob")?;
+        let d = b.dims();
+        if capacity < d.len() {
+            return Err(Error::OutOfRange(format!("room for {capacity} dims given for a blob of rank {}", d.len())));
+        }
+        if d.is_empty() {
+            return Ok(());
+        }
+        let o = out(out_dims, "out")?;
+        // SAFETY: non-NULL, and the caller promises room for `capacity` >= d.len() values.
+        let dst = unsafe { std::slice::from_raw_parts_mut(o, d.len()) };
+        for (x, &v) in dst.iter_mut().zip(&d) {
+            *x = i64_of(v);
+        }
+        Ok(())
+    })
+}
+
+/// The size of an axis (negative counts from the end).
+#[no_mangle]
+pub extern "C" fn blob_dim(b: *const Blob, axis: i32, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.dim(axis as isize)?)))
+}
+
+/// The size of a named dim (`BLOB_DIM_*`); 1 beyond the rank; `BLOB_ERR_SHAPE` for rank > 7.
+#[no_mangle]
+pub extern "C" fn blob_named_dim(b: *const Blob, blob_dim: i32, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.named_dim(BlobDim::from_index(blob_dim as i64)?)?)))
+}
+
+/// The number of elements.
+#[no_mangle]
+pub extern "C" fn blob_data_size(b: *const Blob, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.count())))
+}
+
+/// BatchLength * BatchWidth * ListSize.
+#[no_mangle]
+pub extern "C" fn blob_object_count(b: *const Blob, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.object_count()?)))
+}
+
+/// Height * Width * Depth * Channels.
+#[no_mangle]
+pub extern "C" fn blob_object_size(b: *const Blob, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.object_size()?)))
+}
+
+/// Height * Width * Depth.
+#[no_mangle]
+pub extern "C" fn blob_geometrical_size(b: *const Blob, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.geometrical_size()?)))
+}
+
+/// Whether the two blobs have the same dims.
+#[no_mangle]
+pub extern "C" fn blob_has_equal_dims(a: *const Blob, b: *const Blob, out_eq: *mut bool) -> i32 {
+    ffi!({
+        let o = out(out_eq, "out")?;
+        let a = handles::blob(a, "a")?;
+        let b = handles::blob(b, "b")?;
+        put(o, a.has_equal_dims(&b));
+        Ok(())
+    })
+}
+
+/// Caffe `count(start, end)`: product of dims in [start, end).
+#[no_mangle]
+pub extern "C" fn blob_count_range(b: *const Blob, start: i32, end: i32, out: *mut i64) -> i32 {
+    query(b, out, |b| {
+        let s = index(start as i64, "start axis")?;
+        let e = index(end as i64, "end axis")?;
+        Ok(i64_of(b.count_range(s, e)?))
+    })
+}
+
+/// Caffe `CanonicalAxisIndex`.
+#[no_mangle]
+pub extern "C" fn blob_canonical_axis(b: *const Blob, axis: i32, out: *mut i32) -> i32 {
+    query(b, out, |b| Ok(b.canonical_axis(axis as isize)? as i32))
+}
+
+/// Caffe `offset(indices)`: row-major offset of `n` leading indices.
+#[no_mangle]
+pub extern "C" fn blob_offset(b: *const Blob, idx: *const i64, n: usize, out: *mut i64) -> i32 {
+    query(b, out, |b| {
+        if n > MAX_RANK {
+            return Err(Error::OutOfRange(format!("{n} indices given; a blob has at most {MAX_RANK} axes")));
+        }
+        let i = array(idx, n, MAX_RANK, "index")?
+            .iter()
+            .map(|&v| index(v, "index"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(i64_of(b.offset(&i)?))
+    })
+}
+
+/// Caffe `LegacyShape(index)` (num 0, channels 1, height 2, width 3; rank <= 4).
+#[no_mangle]
+pub extern "C" fn blob_legacy_shape(b: *const Blob, idx: i32, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.legacy_shape(idx as isize)?)))
+}
+
+/// Where the blob's current data lives (`BLOB_HEAD_*`).
+#[no_mangle]
+pub extern "C" fn blob_head(b: *const Blob, out: *mut i32) -> i32 {
+    query(b, out, |b| Ok(b.head() as i32))
+}

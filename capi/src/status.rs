@@ -1,0 +1,128 @@
+//! Status codes, the per-thread last error, the panic boundary and the
+//! argument converters every exported function uses.
+
+use blobcore::Error;
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+}
+
+/// The calling thread's last error message (empty after a success).
+pub fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
+}
+
+/// Status names as NUL-terminated strings, built once from the core's table.
+pub fn status_name(code: i32) -> *const c_char {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..=15).map(|c| CString::new(format!("BLOB_{}", Error::code_name(c))).unwrap_or_default()).collect()
+    });
+    let i = if (0..=14).contains(&code) { code as usize } else { 15 };
+    names[i].as_ptr()
+}
+
+/// Converts the outcome of an exported function's body into its status,
+/// recording the message. Panics are caught by `ffi!` and arrive here as
+/// `Err(payload)`.
+pub fn finish(r: std::thread::Result<Result<(), Error>>) -> i32 {
+    match r {
+        Ok(Ok(())) => {
+            set_last_error("");
+            0
+        }
+        Ok(Err(e)) => {
+            set_last_error(&e.to_string());
+            e.code()
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_last_error(&format!("internal error: caught a panic: {what}"));
+            14
+        }
+    }
+}
+
+/// The panic boundary: runs the body (returning `Result<(), Error>`),
+/// catches any panic, and returns the status code.
+macro_rules! ffi {
+    ($body:block) => {{
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<(), blobcore::Error> { $body }));
+        $crate::status::finish(r)
+    }};
+}
+pub(crate) use ffi;
+
+/// Checks an out-pointer up front, so nothing is computed for a NULL one.
+pub fn out<T>(p: *mut T, what: &str) -> Result<*mut T, Error> {
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("out-pointer {what} is NULL")));
+    }
+    Ok(p)
+}
+
+/// Writes a result through a checked out-pointer.
+pub fn put<T>(p: *mut T, v: T) {
+    // SAFETY: `p` was checked non-NULL by `out`; the caller promises it
+    // points at writable storage for a T (the C contract of every out-pointer).
+    unsafe { p.write(v) }
+}
+
+/// A caller's array of `n` elements; NULL is allowed only when `n == 0`.
+/// `max` bounds `n` before any slice is formed.
+pub fn array<'a, T>(p: *const T, n: usize, max: usize, what: &str) -> Result<&'a [T], Error> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL but its length is {n}")));
+    }
+    if n > max {
+        return Err(Error::InvalidArgument(format!("{what} has {n} entries; at most {max} are allowed")));
+    }
+    // SAFETY: p is non-NULL and the caller promises n readable elements;
+    // n is bounded so the byte size fits isize.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// Dims from C: at most 32 of them (Shape error otherwise), each >= 0.
+pub fn dims(p: *const i64, rank: usize) -> Result<Vec<usize>, Error> {
+    if rank > blobcore::MAX_RANK {
+        return Err(Error::Shape(format!("rank {rank} exceeds the maximum of {}", blobcore::MAX_RANK)));
+    }
+    let d = array(p, rank, blobcore::MAX_RANK, "dims")?;
+    blobcore::Shape::from_i64(d).map(|s| s.dims().to_vec())
+}
+
+/// A dimension size from C (negative is a Shape error).
+pub fn dim(v: i64, what: &str) -> Result<usize, Error> {
+    usize::try_from(v).map_err(|_| Error::Shape(format!("{what} {v} is negative")))
+}
+
+/// An index or count from C (negative is OutOfRange).
+pub fn index(v: i64, what: &str) -> Result<usize, Error> {
+    usize::try_from(v).map_err(|_| Error::OutOfRange(format!("{what} {v} is negative")))
+}
+
+/// A path from C: non-NULL, UTF-8.
+pub fn path<'a>(p: *const c_char) -> Result<&'a str, Error> {
+    if p.is_null() {
+        return Err(Error::NullPointer("path is NULL".into()));
+    }
+    // SAFETY: non-NULL, and the caller promises a NUL-terminated string.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| Error::InvalidArgument("path is not valid UTF-8".into()))
+}

@@ -1,0 +1,156 @@
+// blob.hpp — a small header-only C++17 wrapper over blob.h.
+// RAII handles (move-only), errors as blob::Error exceptions carrying the
+// status code and message, and a LIFO-safe scope guard for buffers.
+#ifndef BLOB_HPP
+#define BLOB_HPP
+
+#include <blob.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace blob {
+
+/// A failed call: the BLOB_ERR_* status and blob_last_error()'s message.
+class Error : public std::runtime_error {
+public:
+    Error(int32_t status, const std::string &msg) : std::runtime_error(msg), status_(status) {}
+    int32_t status() const noexcept { return status_; }
+
+private:
+    int32_t status_;
+};
+
+/// Throws blob::Error unless `status` is BLOB_OK.
+inline void check(int32_t status) {
+    if (status != BLOB_OK) {
+        throw Error(status, std::string(blob_status_str(status)) + ": " + blob_last_error());
+    }
+}
+
+/// A buffer held on a blob, released (with exchange) when the scope ends.
+/// Nested Buffers release in reverse order, which is exactly the LIFO rule.
+template <typename T>
+class Buffer {
+public:
+    Buffer(::Blob *b, int64_t pos, int64_t size, bool exchange) : blob_(b), size_(size) {
+        void *p = nullptr;
+        check(blob_get_buffer(b, pos, size, exchange, &p));
+        ptr_ = static_cast<T *>(p);
+    }
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+    ~Buffer() { blob_release_buffer(blob_, ptr_, true); }
+    T *data() noexcept { return ptr_; }
+    int64_t size() const noexcept { return size_; }
+    T &operator[](int64_t i) noexcept { return ptr_[i]; }
+    T *begin() noexcept { return ptr_; }
+    T *end() noexcept { return ptr_ + size_; }
+
+private:
+    ::Blob *blob_;
+    T *ptr_ = nullptr;
+    int64_t size_;
+};
+
+/// An owning, move-only blob handle.
+class Blob {
+public:
+    /// Takes ownership of a handle from the C API.
+    explicit Blob(::Blob *h) noexcept : h_(h) {}
+    Blob(Blob &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    Blob &operator=(Blob &&o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, nullptr);
+        }
+        return *this;
+    }
+    Blob(const Blob &) = delete;
+    Blob &operator=(const Blob &) = delete;
+    ~Blob() { reset(); }
+
+    static Blob tensor(int32_t dtype, const std::vector<int64_t> &dims, BlobEngine *e = nullptr) {
+        ::Blob *h = nullptr;
+        check(blob_create_tensor(e, dtype, dims.data(), dims.size(), &h));
+        return Blob(h);
+    }
+    static Blob data(int32_t dtype, int64_t bl, int64_t bw, int64_t channels, BlobEngine *e = nullptr) {
+        ::Blob *h = nullptr;
+        check(blob_create_data(e, dtype, bl, bw, channels, &h));
+        return Blob(h);
+    }
+    static Blob image2d(int32_t dtype, int64_t bl, int64_t bw, int64_t h, int64_t w, int64_t c, BlobEngine *e = nullptr) {
+        ::Blob *out = nullptr;
+        check(blob_create_image2d(e, dtype, bl, bw, h, w, c, &out));
+        return Blob(out);
+    }
+
+    ::Blob *get() const noexcept { return h_; }
+    std::vector<int64_t> dims() const {
+        size_t rank = 0;
+        check(blob_rank(h_, &rank));
+        std::vector<int64_t> d(rank);
+        check(blob_dims(h_, d.data(), d.size()));
+        return d;
+    }
+    int64_t size() const {
+        int64_t n = 0;
+        check(blob_data_size(h_, &n));
+        return n;
+    }
+    Blob window(int64_t size) const {
+        ::Blob *w = nullptr;
+        check(blob_create_window(h_, size, &w));
+        return Blob(w);
+    }
+    void set_parent_pos(int64_t pos) { check(blob_set_parent_pos(h_, pos)); }
+    void fill(double v) { check(blob_fill(h_, v)); }
+    void scale(double v) { check(blob_scale(h_, v)); }
+    void add(const Blob &o) { check(blob_add(h_, o.h_)); }
+    double asum() const {
+        double s = 0;
+        check(blob_asum(h_, &s));
+        return s;
+    }
+    Blob transposed(int32_t d1, int32_t d2) const {
+        ::Blob *t = nullptr;
+        check(blob_transposed(h_, d1, d2, &t));
+        return Blob(t);
+    }
+    template <typename T>
+    std::vector<T> to_vector() const {
+        std::vector<T> v(static_cast<size_t>(size()));
+        check(blob_copy_to_host(h_, v.data(), v.size() * sizeof(T)));
+        return v;
+    }
+    template <typename T>
+    void assign(const std::vector<T> &v) {
+        check(blob_copy_from_host(h_, v.data(), v.size() * sizeof(T)));
+    }
+    template <typename T>
+    Buffer<T> buffer(int64_t pos, int64_t size, bool exchange = true) {
+        return Buffer<T>(h_, pos, size, exchange);
+    }
+
+private:
+    void reset() noexcept {
+        if (h_) blob_free(h_);
+        h_ = nullptr;
+    }
+    ::Blob *h_;
+};
+
+/// Merges `parts` into `to` along `axis` (numpy.concatenate).
+inline void merge(const std::vector<const Blob *> &parts, int32_t axis, Blob &to) {
+    std::vector<const ::Blob *> hs;
+    for (const Blob *p : parts) hs.push_back(p->get());
+    check(blob_merge(hs.data(), hs.size(), axis, to.get()));
+}
+
+}  // namespace blob
+
+#endif  // BLOB_HPP
