@@ -39,6 +39,10 @@ test-c: stage
 	cmake --build $(CBUILD) -j2
 	cd $(CBUILD) && ctest --output-on-failure -LE memcheck
 	cd $(CBUILD) && ctest --output-on-failure -L memcheck
+	@echo "== pkg-config build of the quickstart against the staged install"
+	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) -std=c99 -Wall -Wextra -Werror -pedantic examples/c/quickstart.c \
+		$$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs blob) -Wl,-rpath,$(STAGE)/lib -o $(CBUILD)/quickstart_pc
+	$(CBUILD)/quickstart_pc
 
 $(CBINDGEN):
 	$(CARGO) install --quiet --locked --root $(CURDIR)/.tools cbindgen --version $(CBINDGEN_VERSION)

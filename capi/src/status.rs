@@ -36,7 +36,12 @@ pub fn status_name(code: i32) -> *const c_char {
 pub fn finish(r: std::thread::Result<Result<(), Error>>) -> i32 {
     match r {
         Ok(Ok(())) => {
-            set_last_error("");
+            // The success path must stay cheap: clear without allocating.
+            LAST_ERROR.with(|l| {
+                if !l.borrow().is_empty() {
+                    *l.borrow_mut() = CString::default();
+                }
+            });
             0
         }
         Ok(Err(e)) => {
