@@ -19,6 +19,7 @@ use crate::storage::{Borrow, Head, ReleaseFn, Storage};
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A tensor: dtype + shape over shared, lazily allocated storage.
 #[derive(Clone)]
@@ -34,6 +35,8 @@ pub(crate) struct BlobInner {
     diff: Mutex<Option<Blob>>,
     /// True for the diff companion of another blob: its shape follows the owner's.
     companion: bool,
+    /// The shape's size in bytes, readable without the state lock (see [`Blob::is_small`]).
+    bytes_hint: AtomicUsize,
 }
 
 pub(crate) struct State {
@@ -125,35 +128,88 @@ impl Region {
 
     /// Shared access to the region's bytes, synced to the host.
     pub(crate) fn read(&self) -> Result<HostRef> {
-        let (s, e) = self.checked_range()?;
-        let borrow = self.storage.borrow(s, e, false)?;
-        let base = self.storage.host_read()?;
-        // SAFETY: s <= storage.len(), so the offset stays inside the allocation.
-        let ptr = unsafe { base.as_ptr().add(s) };
-        Ok(HostRef { _borrow: borrow, ptr, len: e - s })
+        self.clone().into_read()
     }
 
     /// Exclusive access to the region's bytes; the head moves to the host.
     pub(crate) fn write(&self) -> Result<HostMut> {
+        self.clone().into_write()
+    }
+
+    /// As [`Region::read`], consuming the region (saves a reference count).
+    pub(crate) fn into_read(self) -> Result<HostRef> {
         let (s, e) = self.checked_range()?;
-        let borrow = self.storage.borrow(s, e, true)?;
-        let base = self.storage.host_write()?;
+        let (borrow, base) = self.storage.acquire(s, e, false, false)?;
         // SAFETY: s <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { base.as_ptr().add(s) };
-        Ok(HostMut { _borrow: borrow, ptr, len: e - s })
+        Ok(HostRef { _borrow: Some(borrow), ptr, len: e - s })
+    }
+
+    /// As [`Region::write`], consuming the region.
+    pub(crate) fn into_write(self) -> Result<HostMut> {
+        let (s, e) = self.checked_range()?;
+        let (borrow, base) = self.storage.acquire(s, e, true, true)?;
+        // SAFETY: s <= storage.len(), so the offset stays inside the allocation.
+        let ptr = unsafe { base.as_ptr().add(s) };
+        Ok(HostMut { _borrow: Some(borrow), ptr, len: e - s })
+    }
+}
+
+/// Regions up to this many bytes are worked on under the storage lock
+/// without registering a borrow: the per-call fast path of small operations.
+pub(crate) const SMALL_BYTES: usize = 16 << 10;
+
+impl Blob {
+    /// Runs `f` with exclusive access to all of the blob's elements (head
+    /// moves to the host). Small blobs run under the storage lock; larger
+    /// ones take a registered borrow so that no lock is held while working.
+    pub(crate) fn with_write<R>(&self, f: impl FnOnce(&mut HostMut) -> R) -> Result<R> {
+        let st = self.state();
+        let es = self.inner.dtype.size();
+        let (start, len) = (st.offset * es, st.shape.count() * es);
+        if len <= SMALL_BYTES {
+            return st.storage.with_locked(start, start + len, true, |base| {
+                // SAFETY: start + len <= storage.len() (checked by with_locked),
+                // the lock keeps every other access out while `f` runs, and
+                // the HostMut does not outlive this closure.
+                let mut h = HostMut { _borrow: None, ptr: unsafe { base.as_ptr().add(start) }, len };
+                f(&mut h)
+            });
+        }
+        let region = Region { storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype };
+        drop(st);
+        Ok(f(&mut region.into_write()?))
+    }
+
+    /// Runs `f` with shared access to all of the blob's elements (as
+    /// [`Blob::with_write`], for reading).
+    pub(crate) fn with_read<R>(&self, f: impl FnOnce(&HostRef) -> R) -> Result<R> {
+        let st = self.state();
+        let es = self.inner.dtype.size();
+        let (start, len) = (st.offset * es, st.shape.count() * es);
+        if len <= SMALL_BYTES {
+            return st.storage.with_locked(start, start + len, false, |base| {
+                // SAFETY: as in with_write; no writer can run while we hold the lock.
+                let h = HostRef { _borrow: None, ptr: unsafe { base.as_ptr().add(start) }, len };
+                f(&h)
+            });
+        }
+        let region = Region { storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype };
+        drop(st);
+        Ok(f(&region.into_read()?))
     }
 }
 
 /// Shared, borrow-registered access to a byte range of host memory.
 pub(crate) struct HostRef {
-    _borrow: Borrow,
+    _borrow: Option<Borrow>,
     ptr: *const u8,
     len: usize,
 }
 
 /// Exclusive, borrow-registered access to a byte range of host memory.
 pub(crate) struct HostMut {
-    _borrow: Borrow,
+    _borrow: Option<Borrow>,
     ptr: *mut u8,
     len: usize,
 }
@@ -208,6 +264,7 @@ impl Blob {
     fn from_parts(engine: &Engine, dtype: DType, state: State, companion: bool) -> Blob {
         Blob {
             inner: Arc::new(BlobInner {
+                bytes_hint: AtomicUsize::new(state.shape.count() * dtype.size()),
                 engine: engine.clone(),
                 dtype,
                 state: RwLock::new(state),
@@ -421,6 +478,15 @@ impl Blob {
         self.count() * self.dtype().size()
     }
 
+    /// True when the blob's elements take at most 16 KiB, so that a
+    /// whole-blob operation on it (fill, scale, a reduction) finishes in
+    /// well under a microsecond. Read without taking any lock: a hint for
+    /// callers (the C API) that decide whether to hold a lock of their own
+    /// around such an operation; it may be stale while another thread reshapes.
+    pub fn is_small(&self) -> bool {
+        self.inner.bytes_hint.load(Ordering::Relaxed) <= SMALL_BYTES
+    }
+
     /// Elements the memory can hold without reallocating (Caffe's capacity).
     pub fn capacity(&self) -> usize {
         self.state().capacity
@@ -571,8 +637,12 @@ impl Blob {
             st.shape = shape.clone();
         };
         apply(&mut st);
+        self.inner.bytes_hint.store(shape.count() * es, Ordering::Relaxed);
         if let Some(dst) = diff_st.as_deref_mut() {
             apply(dst);
+        }
+        if let Some(d) = &diff {
+            d.inner.bytes_hint.store(shape.count() * es, Ordering::Relaxed);
         }
         Ok(())
     }

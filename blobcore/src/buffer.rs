@@ -105,7 +105,7 @@ impl Blob {
     pub fn buffer_read<T: Element>(&self, pos: i64, size: i64) -> Result<ReadGuard<T>> {
         self.check_dtype::<T>()?;
         let region = self.range_region(pos, size)?;
-        Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.read()?, _t: PhantomData })
+        Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.into_read()?, _t: PhantomData })
     }
 
     /// A write-only guard over elements `[pos, pos + size)`: the old
@@ -114,7 +114,7 @@ impl Blob {
     pub fn buffer_write<T: Element>(&self, pos: i64, size: i64) -> Result<WriteGuard<T>> {
         self.check_dtype::<T>()?;
         let region = self.range_region(pos, size)?;
-        Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.write()?, _t: PhantomData })
+        Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.into_write()?, _t: PhantomData })
     }
 
     /// A read-write guard over elements `[pos, pos + size)`. Overlaps no other guard.
@@ -126,14 +126,14 @@ impl Blob {
     pub fn read<T: Element>(&self) -> Result<ReadGuard<T>> {
         self.check_dtype::<T>()?;
         let region = self.region();
-        Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.read()?, _t: PhantomData })
+        Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.into_read()?, _t: PhantomData })
     }
 
     /// Write access to all the data, shaped like the blob.
     pub fn write<T: Element>(&self) -> Result<WriteGuard<T>> {
         self.check_dtype::<T>()?;
         let region = self.region();
-        Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.write()?, _t: PhantomData })
+        Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.into_write()?, _t: PhantomData })
     }
 
     /// Read-write access to all the data (same as [`Blob::write`] on the CPU).

@@ -5,6 +5,7 @@
 use crate::dtype::DType;
 use crate::error::{err, Result};
 use std::fmt;
+use smallvec::SmallVec;
 
 /// Highest rank a blob may have (Caffe's `kMaxBlobAxes`).
 pub const MAX_RANK: usize = 32;
@@ -65,7 +66,9 @@ impl BlobDim {
 /// rank <= 32, and the element count fits in `i64`.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Shape {
-    dims: Vec<usize>,
+    /// Inline up to eight dims (NeoML's seven named dims fit), so cloning
+    /// a shape does not allocate.
+    dims: SmallVec<[usize; 8]>,
     count: usize,
 }
 
@@ -95,7 +98,7 @@ impl Shape {
                 .filter(|&c| i64::try_from(c).is_ok())
                 .ok_or_else(|| err!(Shape, "element count of {dims:?} overflows i64"))?;
         }
-        Ok(Shape { dims: dims.to_vec(), count })
+        Ok(Shape { dims: SmallVec::from_slice(dims), count })
     }
 
     /// A shape from signed dims (as C and Python pass them): negative dims
@@ -104,7 +107,7 @@ impl Shape {
         if dims.len() > MAX_RANK {
             return Err(err!(Shape, "rank {} exceeds the maximum of {MAX_RANK}", dims.len()));
         }
-        let mut v = Vec::with_capacity(dims.len());
+        let mut v: SmallVec<[usize; 8]> = SmallVec::with_capacity(dims.len());
         for (axis, &d) in dims.iter().enumerate() {
             let d = usize::try_from(d)
                 .map_err(|_| err!(Shape, "dim {d} at axis {axis} is negative"))?;
@@ -115,7 +118,7 @@ impl Shape {
 
     /// The rank-0 shape of a scalar (one element).
     pub fn scalar() -> Shape {
-        Shape { dims: Vec::new(), count: 1 }
+        Shape { dims: SmallVec::new(), count: 1 }
     }
 
     /// The dims, outermost first.

@@ -69,6 +69,9 @@ enum HostMem {
 struct State {
     head: Head,
     host: HostMem,
+    /// Live borrows; under the same lock as the memory so that one lock
+    /// acquisition both registers a borrow and yields the pointer.
+    borrows: BorrowTable,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -90,7 +93,6 @@ struct BorrowTable {
 pub struct Storage {
     len: usize,
     state: Mutex<State>,
-    borrows: Mutex<BorrowTable>,
 }
 
 // SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
@@ -114,8 +116,7 @@ impl Storage {
     pub fn lazy(len: usize) -> Arc<Storage> {
         Arc::new(Storage {
             len,
-            state: Mutex::new(State { head: Head::Uninitialized, host: HostMem::None }),
-            borrows: Mutex::new(BorrowTable::default()),
+            state: Mutex::new(State { head: Head::Uninitialized, host: HostMem::None, borrows: BorrowTable::default() }),
         })
     }
 
@@ -132,8 +133,8 @@ impl Storage {
             state: Mutex::new(State {
                 head: Head::HeadAtCpu,
                 host: HostMem::External { ptr, release },
+                borrows: BorrowTable::default(),
             }),
-            borrows: Mutex::new(BorrowTable::default()),
         })
     }
 
@@ -222,14 +223,52 @@ impl Storage {
     /// Registers a borrow of bytes `[start, end)`. Shared borrows may
     /// overlap each other; an exclusive one overlaps nothing.
     pub fn borrow(self: &Arc<Self>, start: usize, end: usize, exclusive: bool) -> Result<Borrow> {
-        if start > end || end > self.len {
-            return Err(err!(Internal, "borrow [{start}, {end}) outside storage of {} bytes", self.len));
+        let mut st = lock(&self.state);
+        let id = Self::register(&mut st.borrows, self.len, start, end, exclusive)?;
+        Ok(Borrow { storage: Arc::clone(self), id })
+    }
+
+    /// Registers a borrow of `[start, end)` and returns it with the host
+    /// base pointer, under a single lock: the fast path of every operation.
+    /// `write` moves the head to the host (as [`Storage::host_write`]);
+    /// otherwise the head becomes at least HeadAtCpu (as [`Storage::host_read`]).
+    pub fn acquire(self: Arc<Self>, start: usize, end: usize, exclusive: bool, write: bool) -> Result<(Borrow, NonNull<u8>)> {
+        let mut st = lock(&self.state);
+        let id = Self::register(&mut st.borrows, self.len, start, end, exclusive)?;
+        let p = match self.host_ptr_locked(&mut st) {
+            Ok(p) => p,
+            Err(e) => {
+                st.borrows.entries.retain(|b| b.id != id);
+                return Err(e);
+            }
+        };
+        if write || st.head == Head::Uninitialized {
+            st.head = Head::HeadAtCpu;
         }
-        let mut t = lock(&self.borrows);
+        drop(st);
+        Ok((Borrow { storage: self, id }, p))
+    }
+
+    /// Runs `f` on the host base pointer while holding the storage lock,
+    /// after checking that no live borrow conflicts with `[start, end)`
+    /// (nothing is registered: the lock itself keeps others out). For
+    /// short operations only: everyone else touching this storage waits.
+    pub fn with_locked<R>(&self, start: usize, end: usize, exclusive: bool, f: impl FnOnce(NonNull<u8>) -> R) -> Result<R> {
+        let mut st = lock(&self.state);
+        Self::check_clash(&st.borrows, self.len, start, end, exclusive)?;
+        let p = self.host_ptr_locked(&mut st)?;
+        if exclusive || st.head == Head::Uninitialized {
+            st.head = Head::HeadAtCpu;
+        }
+        Ok(f(p))
+    }
+
+    fn check_clash(t: &BorrowTable, len: usize, start: usize, end: usize, exclusive: bool) -> Result<()> {
+        if start > end || end > len {
+            return Err(err!(Internal, "borrow [{start}, {end}) outside storage of {len} bytes"));
+        }
         if start < end {
-            let clash = t.entries.iter().find(|e| {
-                e.start < end && start < e.end && (exclusive || e.exclusive)
-            });
+            let clash = t.entries.iter().find(|e| e.start < end && start < e.end && (exclusive || e.exclusive));
             if let Some(e) = clash {
                 let (mine, theirs) = (
                     if exclusive { "written" } else { "read" },
@@ -243,20 +282,28 @@ impl Storage {
                 ));
             }
         }
+        Ok(())
+    }
+
+    fn register(t: &mut BorrowTable, len: usize, start: usize, end: usize, exclusive: bool) -> Result<u64> {
+        Self::check_clash(t, len, start, end, exclusive)?;
         t.next_id += 1;
         let id = t.next_id;
         t.entries.push(BorrowEntry { id, start, end, exclusive });
-        Ok(Borrow { storage: Arc::clone(self), id })
+        Ok(id)
     }
 
     fn release_borrow(&self, id: u64) {
-        let mut t = lock(&self.borrows);
-        t.entries.retain(|e| e.id != id);
+        let mut st = lock(&self.state);
+        // Borrows are mostly released in reverse order: look from the end.
+        if let Some(i) = st.borrows.entries.iter().rposition(|e| e.id == id) {
+            st.borrows.entries.swap_remove(i);
+        }
     }
 
     /// Number of live borrows (guards) of this storage.
     pub fn borrow_count(&self) -> usize {
-        lock(&self.borrows).entries.len()
+        lock(&self.state).borrows.entries.len()
     }
 }
 

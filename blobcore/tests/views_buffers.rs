@@ -405,3 +405,27 @@ fn ndarray_round_trip() {
     assert_eq!(b.view::<i64>().unwrap().array()[[1, 2, 3]], -1);
     assert_eq!(b.offset(&[1, 2, 3]).unwrap(), 23);
 }
+
+#[test]
+fn busy_rule_holds_on_both_sides_of_the_small_blob_fast_path() {
+    // Blobs up to 16 KiB are worked on under the storage lock, larger
+    // ones through a registered borrow: both must respect live guards.
+    for n in [8usize, 4096, 4097, 1 << 16] {
+        let b = Blob::vector(&Engine::cpu(), DType::F32, n).unwrap();
+        assert_eq!(b.is_small(), n * 4 <= 16 << 10, "n = {n}");
+        b.fill(1.0).unwrap();
+        {
+            let _g = b.buffer_write::<f32>(n as i64 - 1, 1).unwrap();
+            assert_eq!(b.fill(2.0).unwrap_err().code(), 8, "n = {n}");
+            assert_eq!(b.scale(2.0).unwrap_err().code(), 8, "n = {n}");
+            assert_eq!(b.sumsq().unwrap_err().code(), 8, "n = {n}");
+        }
+        {
+            let _r = b.buffer_read::<f32>(0, 1).unwrap();
+            assert_eq!(b.fill(2.0).unwrap_err().code(), 8, "n = {n}");
+            assert_eq!(b.asum().unwrap(), n as f64, "readers share with readers");
+        }
+        b.scale(3.0).unwrap();
+        assert_eq!(b.asum().unwrap(), 3.0 * n as f64);
+    }
+}

@@ -47,7 +47,50 @@ pub fn blob(h: *const Blob, what: &str) -> Result<blobcore::Blob, Error> {
         .unwrap_or_else(|e| e.into_inner())
         .get(&(h as usize))
         .cloned()
-        .ok_or_else(|| Error::InvalidHandle(format!("{what} ({h:p}) is not a live blob handle (freed, or never issued)")))
+        .ok_or_else(|| not_live(h, what))
+}
+
+/// Runs an O(1) query `f` on the blob behind a handle under the registry's
+/// read lock (no reference-count traffic). The same rules as [`with_blob`]
+/// apply to `f`.
+pub fn peek_blob<R>(h: *const Blob, what: &str, f: impl FnOnce(&blobcore::Blob) -> Result<R, Error>) -> Result<R, Error> {
+    if h.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    let map = BLOBS.read().unwrap_or_else(|e| e.into_inner());
+    match map.get(&(h as usize)) {
+        Some(b) => f(b),
+        None => Err(not_live(h, what)),
+    }
+}
+
+fn not_live(h: *const Blob, what: &str) -> Error {
+    Error::InvalidHandle(format!("{what} ({h:p}) is not a live blob handle (freed, or never issued)"))
+}
+
+/// Runs `f` on the blob behind a handle. For small blobs (see
+/// [`blobcore::Blob::is_small`]) `f` runs under the registry's read lock,
+/// which saves two reference-count updates per call; larger blobs are
+/// cloned out so that no lock is held during long work.
+///
+/// `f` must not look up or free handles (that could wait on a writer
+/// queued behind our read lock) and must not drop a blob's memory (a
+/// release callback could call back into the API): use it for queries
+/// and for in-place operations only.
+pub fn with_blob<R>(h: *const Blob, what: &str, f: impl FnOnce(&blobcore::Blob) -> Result<R, Error>) -> Result<R, Error> {
+    if h.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    let map = BLOBS.read().unwrap_or_else(|e| e.into_inner());
+    let Some(b) = map.get(&(h as usize)) else {
+        return Err(not_live(h, what));
+    };
+    if b.is_small() {
+        return f(b);
+    }
+    let b = b.clone();
+    drop(map);
+    f(&b)
 }
 
 /// Frees a blob handle (the blob lives on while views or other handles use it).

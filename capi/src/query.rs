@@ -7,8 +7,8 @@ use blobcore::{BlobDim, Error, MAX_RANK};
 fn query<T>(b: *const Blob, o: *mut T, f: impl FnOnce(&blobcore::Blob) -> Result<T, Error>) -> i32 {
     ffi!({
         let o = out(o, "out")?;
-        let b = handles::blob(b, "blob")?;
-        put(o, f(&b)?);
+        let v = handles::peek_blob(b, "blob", f)?;
+        put(o, v);
         Ok(())
     })
 }

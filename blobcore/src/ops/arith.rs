@@ -78,10 +78,10 @@ impl Blob {
     /// multiply in their own precision; integers in f64, then truncate and
     /// saturate.
     pub fn scale(&self, factor: f64) -> Result<()> {
-        let mut w = self.region().write()?;
-        dispatch!(self.dtype(), T => {
-            par_chunks_mut(w.typed_mut::<T>(), |c| c.iter_mut().for_each(|x| *x = T::scale(*x, factor)));
-        });
-        Ok(())
+        self.with_write(|w| {
+            dispatch!(self.dtype(), T => {
+                par_chunks_mut(w.typed_mut::<T>(), |c| c.iter_mut().for_each(|x| *x = T::scale(*x, factor)));
+            })
+        })
     }
 }

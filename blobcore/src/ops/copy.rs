@@ -77,7 +77,7 @@ impl Blob {
     /// Copies `src` into the blob; its length must equal the element count.
     pub fn copy_from_slice<T: Element>(&self, src: &[T]) -> Result<()> {
         self.check_dtype::<T>()?;
-        let mut w = self.region().write()?;
+        let mut w = self.region().into_write()?;
         let dst = w.typed_mut::<T>();
         if dst.len() != src.len() {
             return Err(err!(
@@ -94,7 +94,7 @@ impl Blob {
     /// Copies the data into `dst`; its length must equal the element count.
     pub fn copy_to_slice<T: Element>(&self, dst: &mut [T]) -> Result<()> {
         self.check_dtype::<T>()?;
-        let r = self.region().read()?;
+        let r = self.region().into_read()?;
         let src = r.typed::<T>();
         if dst.len() != src.len() {
             return Err(err!(
@@ -111,7 +111,7 @@ impl Blob {
     /// Copies raw bytes (native endianness) into the blob; the length must
     /// equal the blob's byte size exactly.
     pub fn copy_from_bytes(&self, src: &[u8]) -> Result<()> {
-        let mut w = self.region().write()?;
+        let mut w = self.region().into_write()?;
         let dst = w.bytes_mut();
         if dst.len() != src.len() {
             return Err(err!(
@@ -128,7 +128,7 @@ impl Blob {
     /// Copies the data out as raw bytes; the length must equal the blob's
     /// byte size exactly.
     pub fn copy_to_bytes(&self, dst: &mut [u8]) -> Result<()> {
-        let r = self.region().read()?;
+        let r = self.region().into_read()?;
         let src = r.bytes();
         if dst.len() != src.len() {
             return Err(err!(
@@ -145,7 +145,7 @@ impl Blob {
     /// The data as a `Vec` (row-major).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
-        Ok(self.region().read()?.typed::<T>().to_vec())
+        Ok(self.region().into_read()?.typed::<T>().to_vec())
     }
 
     /// The data copied into an owned ndarray of the blob's shape.

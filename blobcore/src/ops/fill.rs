@@ -9,19 +9,17 @@ impl Blob {
     /// Sets every element to `value`, converted as [`Element::from_f64`]
     /// does (integers truncate toward zero and saturate).
     pub fn fill(&self, value: f64) -> Result<()> {
-        let mut w = self.region().write()?;
-        dispatch!(self.dtype(), T => {
-            let v = T::from_f64(value);
-            par_chunks_mut(w.typed_mut::<T>(), |c| c.fill(v));
-        });
-        Ok(())
+        self.with_write(|w| {
+            dispatch!(self.dtype(), T => {
+                let v = T::from_f64(value);
+                par_chunks_mut(w.typed_mut::<T>(), |c| c.fill(v));
+            })
+        })
     }
 
     /// Sets every element to zero (NeoML `Clear`).
     pub fn clear(&self) -> Result<()> {
-        let mut w = self.region().write()?;
-        par_chunks_mut(w.bytes_mut(), |c| c.fill(0));
-        Ok(())
+        self.with_write(|w| par_chunks_mut(w.bytes_mut(), |c| c.fill(0)))
     }
 
     fn object_region(&self, n: i64) -> Result<crate::blob::Region> {
@@ -40,7 +38,7 @@ impl Blob {
     /// Sets every element of object `n` (of BatchLength * BatchWidth *
     /// ListSize objects, each Height * Width * Depth * Channels long) to `value`.
     pub fn fill_object(&self, n: i64, value: f64) -> Result<()> {
-        let mut w = self.object_region(n)?.write()?;
+        let mut w = self.object_region(n)?.into_write()?;
         dispatch!(self.dtype(), T => {
             let v = T::from_f64(value);
             w.typed_mut::<T>().fill(v);
@@ -50,7 +48,7 @@ impl Blob {
 
     /// Sets object `n` to zero (NeoML `ClearObject`).
     pub fn clear_object(&self, n: i64) -> Result<()> {
-        self.object_region(n)?.write()?.bytes_mut().fill(0);
+        self.object_region(n)?.into_write()?.bytes_mut().fill(0);
         Ok(())
     }
 }

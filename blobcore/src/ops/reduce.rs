@@ -38,13 +38,11 @@ fn reduce<T: Element>(x: &[T], f: impl Fn(f64) -> f64 + Sync + Send + Copy) -> f
 impl Blob {
     /// Sum of absolute values, accumulated in f64 (Caffe `asum_data`).
     pub fn asum(&self) -> Result<f64> {
-        let r = self.region().read()?;
-        Ok(dispatch!(self.dtype(), T => reduce(r.typed::<T>(), f64::abs)))
+        self.with_read(|r| dispatch!(self.dtype(), T => reduce(r.typed::<T>(), f64::abs)))
     }
 
     /// Sum of squares, accumulated in f64 (Caffe `sumsq_data`).
     pub fn sumsq(&self) -> Result<f64> {
-        let r = self.region().read()?;
-        Ok(dispatch!(self.dtype(), T => reduce(r.typed::<T>(), |v| v * v)))
+        self.with_read(|r| dispatch!(self.dtype(), T => reduce(r.typed::<T>(), |v| v * v)))
     }
 }
