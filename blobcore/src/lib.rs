@@ -34,6 +34,7 @@ pub mod buffer;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod export;
 pub mod ops;
 pub mod shape;
 pub mod storage;
@@ -44,6 +45,7 @@ pub use buffer::{ReadGuard, WriteGuard};
 pub use dtype::{DType, Element};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Result};
+pub use export::Export;
 pub use shape::{BlobDim, Shape, MAX_RANK};
 pub use storage::{Head, ReleaseFn};
 

@@ -2,7 +2,7 @@
 
 use crate::handles::{self, BlobEngine};
 use crate::status::{ffi, out, path, put};
-use blobcore::{Engine, Error};
+use blobcore::Engine;
 use std::ffi::c_char;
 
 /// Hands out a handle to the CPU engine (free it with `blob_engine_free`).
@@ -20,9 +20,11 @@ pub extern "C" fn blob_engine_cpu(out_engine: *mut *mut BlobEngine) -> i32 {
 #[no_mangle]
 pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut *mut BlobEngine) -> i32 {
     ffi!({
-        out(out_engine, "out")?;
-        let hint = if adapter_hint.is_null() { "any adapter".to_string() } else { path(adapter_hint)?.to_string() };
-        Err(Error::Device(format!("no GPU engine in this build (asked for {hint}); use the CPU engine")))
+        let o = out(out_engine, "out")?;
+        let hint = if adapter_hint.is_null() { None } else { Some(path(adapter_hint)?) };
+        let e = Engine::gpu(hint.as_deref())?;
+        put(o, handles::issue_engine(e));
+        Ok(())
     })
 }
 

@@ -1,1 +1,34 @@
-//! Python bindings for blobcore: filled in by the Python issue.
+//! `blobcore._blobcore`: the Python binding of blobcore (pyo3, abi3 for
+//! CPython >= 3.11). It only translates: every semantic lives in the
+//! `blobcore` crate. The package `blobcore` (python/blobcore/) re-exports
+//! it with the exception classes, dtypes and `Dim`.
+
+mod blob;
+mod buffers;
+mod dlpack;
+mod dtypes;
+mod errors;
+mod exports;
+mod functions;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", blobcore::VERSION)?;
+    m.add_class::<blob::PyBlob>()?;
+    m.add_class::<blob::PyEngine>()?;
+    m.add_class::<buffers::BufferContext>()?;
+    m.add_class::<buffers::Held>()?;
+    m.add_function(wrap_pyfunction!(functions::merge, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::merge_into, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::split, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::split_into, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::merge_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::split_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::load_caffe, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::load_neoml, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::load_npy, m)?)?;
+    Ok(())
+}

@@ -30,6 +30,14 @@ impl Engine {
         cpu::default_engine()
     }
 
+    /// A GPU engine on the adapter whose name contains `adapter_hint` (any
+    /// adapter when `None`). This build has no GPU backend yet, so it is
+    /// always `Error::Device`; the wgpu engine will plug in here.
+    pub fn gpu(adapter_hint: Option<&str>) -> crate::Result<Engine> {
+        let which = adapter_hint.map(|h| format!(" matching {h:?}")).unwrap_or_default();
+        Err(crate::error::err!(Device, "no GPU adapter{which}: this build of blobcore has no GPU backend yet"))
+    }
+
     pub(crate) fn new_cpu() -> Engine {
         Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cpu }) }
     }

@@ -125,6 +125,58 @@ impl Blob {
         Ok(())
     }
 
+    /// Copies elements from strided host memory (a DLPack tensor, a NumPy
+    /// array) into the blob, in row-major order of the blob's dims.
+    /// `strides` are in elements, one per axis (negative allowed); runs
+    /// with an innermost stride of 1 are copied with memcpy.
+    ///
+    /// # Safety
+    /// For every index `i` within the blob's dims, the element at
+    /// `src + sum(i[k] * strides[k]) * element_size` must be readable.
+    pub unsafe fn copy_from_strided(&self, src: *const u8, strides: &[isize]) -> Result<()> {
+        let dims = self.dims();
+        if strides.len() != dims.len() {
+            return Err(err!(Shape, "{} strides given for a blob of rank {}", strides.len(), dims.len()));
+        }
+        let es = self.dtype().size();
+        let mut w = self.region().into_write()?;
+        let dst = w.bytes_mut();
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let rank = dims.len();
+        if rank == 0 {
+            // SAFETY: the caller promises one readable element at src.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), es) };
+            return Ok(());
+        }
+        let inner = dims[rank - 1];
+        let inner_stride = strides[rank - 1];
+        let mut idx = vec![0usize; rank - 1];
+        for row in dst.chunks_exact_mut(inner * es) {
+            let off: isize = idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum();
+            // SAFETY: (idx, 0) is an index within the dims, readable by contract.
+            let start = unsafe { src.offset(off * es as isize) };
+            if inner_stride == 1 {
+                // SAFETY: the run of `inner` elements from start is readable by contract.
+                unsafe { std::ptr::copy_nonoverlapping(start, row.as_mut_ptr(), inner * es) };
+            } else {
+                for (j, d) in row.chunks_exact_mut(es).enumerate() {
+                    // SAFETY: (idx, j) is within the dims, readable by contract.
+                    unsafe { std::ptr::copy_nonoverlapping(start.offset(j as isize * inner_stride * es as isize), d.as_mut_ptr(), es) };
+                }
+            }
+            for a in (0..rank - 1).rev() {
+                idx[a] += 1;
+                if idx[a] < dims[a] {
+                    break;
+                }
+                idx[a] = 0;
+            }
+        }
+        Ok(())
+    }
+
     /// Copies the data out as raw bytes; the length must equal the blob's
     /// byte size exactly.
     pub fn copy_to_bytes(&self, dst: &mut [u8]) -> Result<()> {

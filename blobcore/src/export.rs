@@ -1,0 +1,145 @@
+//! Exports: raw, pinned views of a blob's memory for zero-copy consumers
+//! (Python's buffer protocol and NumPy, DLPack, C callers).
+//!
+//! An [`Export`] holds a reference to the blob's storage, so
+//! - the memory stays valid for as long as the export lives, even after
+//!   the blob, its views and its handles are gone, and
+//! - reallocating that memory (a growing reshape, `share_data`) is
+//!   `Error::Busy` while the export lives, as `bytearray` refuses to resize
+//!   while a `memoryview` of it exists.
+//!
+//! Exports are not entries of the borrow table: like NeoML's raw buffers
+//! and NumPy's own arrays they may be read and written at any time, and
+//! ordering those accesses against operations on other threads is the
+//! caller's business (the Python binding holds the GIL while it touches
+//! an export).
+
+use crate::blob::{non_negative, Blob};
+use crate::dtype::DType;
+use crate::error::{err, Result};
+use crate::storage::Storage;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// A pinned, dense, row-major view of some of a blob's elements.
+pub struct Export {
+    _storage: Arc<Storage>,
+    ptr: NonNull<u8>,
+    dtype: DType,
+    shape: Vec<usize>,
+}
+
+// SAFETY: the pointer is into memory kept alive by the storage Arc, which
+// is Send + Sync; an Export is only a description of that memory.
+unsafe impl Send for Export {}
+// SAFETY: as above; Export offers no interior mutability of its own.
+unsafe impl Sync for Export {}
+
+impl Export {
+    /// Address of the first element. Valid for [`Export::byte_len`] bytes
+    /// for as long as this export lives.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The dims of the exported elements (row-major, dense).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of exported elements.
+    pub fn count(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Size of the exported memory in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.count() * self.dtype.size()
+    }
+
+    /// Row-major strides in bytes (what NumPy and the buffer protocol use).
+    pub fn byte_strides(&self) -> Vec<isize> {
+        let mut strides = vec![0isize; self.shape.len()];
+        let mut acc = self.dtype.size() as isize;
+        for (s, &d) in strides.iter_mut().zip(&self.shape).rev() {
+            *s = acc;
+            acc = acc.saturating_mul(d.max(1) as isize);
+        }
+        strides
+    }
+}
+
+impl std::fmt::Debug for Export {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Export").field("dtype", &self.dtype).field("shape", &self.shape).finish()
+    }
+}
+
+impl Blob {
+    /// Exports all elements, shaped like the blob. The host copy becomes
+    /// current and the head moves to the host (the consumer may write).
+    pub fn export(&self) -> Result<Export> {
+        let region = self.region();
+        let shape = region.shape.dims().to_vec();
+        self.export_region(region.storage, region.offset, shape)
+    }
+
+    /// Exports elements `[pos, pos + size)` as a 1-D run.
+    pub fn export_range(&self, pos: i64, size: i64) -> Result<Export> {
+        let pos = non_negative(pos, "export position")?;
+        let size = non_negative(size, "export size")?;
+        let region = self.region();
+        let count = region.shape.count();
+        if pos.checked_add(size).is_none_or(|end| end > count) {
+            return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {count} elements"));
+        }
+        self.export_region(region.storage, region.offset + pos, vec![size])
+    }
+
+    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>) -> Result<Export> {
+        let es = self.dtype().size();
+        let start = offset * es;
+        let len = shape.iter().product::<usize>() * es;
+        if start + len > storage.len() {
+            return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
+        }
+        let base = storage.host_write()?;
+        // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
+        let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
+        Ok(Export { _storage: storage, ptr, dtype: self.dtype(), shape })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Engine;
+
+    #[test]
+    fn export_pins_memory_and_blocks_reallocation() {
+        let b = Blob::tensor(&Engine::cpu(), DType::F32, &[2, 3]).unwrap();
+        b.copy_from_slice(&[0f32, 1., 2., 3., 4., 5.]).unwrap();
+        let e = b.export().unwrap();
+        assert_eq!(e.shape(), &[2, 3]);
+        assert_eq!(e.byte_strides(), vec![12, 4]);
+        assert_eq!(b.reshape(&[4, 4]).unwrap_err().code(), 8);
+        b.reshape(&[3, 2]).unwrap(); // within capacity: same memory, allowed
+        let r = b.export_range(4, 2).unwrap();
+        // SAFETY: the export is live and covers 2 f32s.
+        let tail = unsafe { std::slice::from_raw_parts(r.as_ptr() as *const f32, 2) };
+        assert_eq!(tail, [4.0, 5.0]);
+        assert_eq!(b.export_range(5, 2).unwrap_err().code(), 6);
+        assert_eq!(b.export_range(-1, 1).unwrap_err().code(), 6);
+        drop(b);
+        // The memory outlives the blob.
+        // SAFETY: e pins the storage.
+        let all = unsafe { std::slice::from_raw_parts(e.as_ptr() as *const f32, 6) };
+        assert_eq!(all[5], 5.0);
+        drop((e, r));
+    }
+}

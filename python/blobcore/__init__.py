@@ -1,0 +1,81 @@
+"""blobcore: tensor storage for neural networks, shared with NumPy.
+
+>>> import numpy as np, blobcore as bc
+>>> b = bc.Blob.tensor([2, 3])
+>>> b.fill(1.5)
+>>> np.asarray(b).sum()          # zero-copy view of the blob's memory
+np.float32(9.0)
+
+Every semantic lives in the Rust crate ``blobcore``; this package is its
+binding (module ``blobcore._blobcore``) plus the exception classes, the
+dtypes and :class:`Dim`.
+"""
+
+from ._dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
+from ._enums import Dim
+from ._errors import (
+    BlobError,
+    BusyError,
+    DeviceError,
+    DTypeError,
+    FormatError,
+    InvalidArgumentError,
+    IoError,
+    LifoError,
+    OutOfMemoryError,
+    OutOfRangeError,
+    ShapeError,
+    UnsupportedError,
+)
+from ._blobcore import (
+    Blob,
+    Engine,
+    __version__,
+    from_dlpack,
+    load_caffe,
+    load_neoml,
+    load_npy,
+    merge,
+    merge_into,
+    merge_objects,
+    split,
+    split_into,
+    split_objects,
+)
+
+__all__ = [
+    "Blob",
+    "Engine",
+    "Dim",
+    "__version__",
+    "from_dlpack",
+    "merge",
+    "merge_into",
+    "split",
+    "split_into",
+    "merge_objects",
+    "split_objects",
+    "load_caffe",
+    "load_neoml",
+    "load_npy",
+    "float32",
+    "int32",
+    "float64",
+    "int64",
+    "uint8",
+    "int8",
+    "float16",
+    "bfloat16",
+    "BlobError",
+    "InvalidArgumentError",
+    "ShapeError",
+    "DTypeError",
+    "OutOfRangeError",
+    "LifoError",
+    "BusyError",
+    "OutOfMemoryError",
+    "DeviceError",
+    "IoError",
+    "FormatError",
+    "UnsupportedError",
+]

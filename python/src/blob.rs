@@ -1,0 +1,658 @@
+//! `bc.Blob` and `bc.Engine`.
+
+use crate::buffers::{BufferContext, Held, Mode};
+use crate::dlpack;
+use crate::dtypes;
+use crate::errors::{core, raise};
+use crate::exports::{self, Foreign};
+use blobcore::{Blob, BlobDim, Engine, Shape};
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use std::ffi::c_int;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Where blobs live and run. ``Engine.cpu()`` is the default everywhere an
+/// ``engine`` argument is accepted.
+#[pyclass(name = "Engine", module = "blobcore", frozen)]
+pub struct PyEngine {
+    pub(crate) e: Engine,
+}
+
+#[pymethods]
+impl PyEngine {
+    /// The CPU engine (one shared engine; every call returns it).
+    #[staticmethod]
+    fn cpu() -> Self {
+        PyEngine { e: Engine::cpu() }
+    }
+
+    /// A GPU engine on the adapter whose name contains ``adapter`` (any
+    /// adapter when None). Raises ``DeviceError`` when there is none.
+    #[staticmethod]
+    #[pyo3(signature = (adapter=None))]
+    fn gpu(adapter: Option<&str>) -> PyResult<Self> {
+        Ok(PyEngine { e: core(Engine::gpu(adapter))? })
+    }
+
+    /// The engine's name ("cpu").
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.e.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("blobcore.Engine.{}()", self.e.name())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<PyEngine>().is_ok_and(|o| o.get().e.same(&self.e))
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.e.name().len() as u64
+    }
+}
+
+pub(crate) fn engine_of(e: Option<PyRef<'_, PyEngine>>) -> Engine {
+    e.map(|e| e.e.clone()).unwrap_or_else(Engine::cpu)
+}
+
+/// A blob: an N-d array of one dtype on an engine, with NeoML's seven
+/// named dims, Caffe's data/diff and capacity, safe views (windows,
+/// slices) and LIFO buffers. ``numpy.asarray(b)`` shares its memory.
+#[pyclass(name = "Blob", module = "blobcore", frozen, sequence)]
+pub struct PyBlob {
+    pub(crate) b: Blob,
+}
+
+impl PyBlob {
+    pub(crate) fn new(b: Blob) -> Self {
+        PyBlob { b }
+    }
+}
+
+/// Dims from Python ints: negative or overflowing dims are ShapeErrors.
+pub(crate) fn udims(dims: &[i64]) -> PyResult<Vec<usize>> {
+    Ok(core(Shape::from_i64(dims))?.dims().to_vec())
+}
+
+/// A non-negative index, else OutOfRangeError.
+pub(crate) fn uidx(v: i64, what: &str) -> PyResult<usize> {
+    usize::try_from(v).map_err(|_| raise("OutOfRangeError", format!("{what} {v} is negative")))
+}
+
+/// True when `obj` is a `bc.Dim` member.
+pub(crate) fn as_named_dim(obj: &Bound<'_, PyAny>) -> PyResult<Option<BlobDim>> {
+    let dim_cls = obj.py().import("blobcore._enums")?.getattr("Dim")?;
+    if obj.is_instance(&dim_cls)? {
+        let v: i64 = obj.extract()?;
+        return Ok(Some(core(BlobDim::from_index(v))?));
+    }
+    Ok(None)
+}
+
+/// An axis argument: an int (negative counts from the end) or a `bc.Dim`.
+pub(crate) fn axis_of(b: &Blob, obj: &Bound<'_, PyAny>) -> PyResult<isize> {
+    match as_named_dim(obj)? {
+        Some(d) => core(b.named_axis(d)),
+        None => obj.extract::<isize>().map_err(|_| raise("OutOfRangeError", format!("axis must be an int or a bc.Dim, not {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
+    }
+}
+
+/// Runs `f` with the GIL released unless the blob is small (then the
+/// release would cost more than the work).
+pub(crate) fn run<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> blobcore::Result<T> + Send) -> PyResult<T> {
+    if small {
+        core(f())
+    } else {
+        core(py.detach(f))
+    }
+}
+
+fn i64s(v: &[usize]) -> Vec<i64> {
+    v.iter().map(|&d| d as i64).collect()
+}
+
+#[pymethods]
+impl PyBlob {
+    // ------------------------------------------------------------ constructors
+
+    /// NeoML ``CreateDataBlob``: dims (BatchLength, BatchWidth, 1, 1, 1, 1, Channels).
+    #[staticmethod]
+    #[pyo3(signature = (batch_length, batch_width, channels, dtype=None, engine=None))]
+    fn data(batch_length: i64, batch_width: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        let d = udims(&[batch_length, batch_width, channels])?;
+        Ok(Self::new(core(Blob::data(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2]))?))
+    }
+
+    /// NeoML ``CreateListBlob``: (BatchLength, BatchWidth, ListSize, 1, 1, 1, Channels).
+    #[staticmethod]
+    #[pyo3(signature = (batch_length, batch_width, list_size, channels, dtype=None, engine=None))]
+    fn list(batch_length: i64, batch_width: i64, list_size: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        let d = udims(&[batch_length, batch_width, list_size, channels])?;
+        Ok(Self::new(core(Blob::list(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3]))?))
+    }
+
+    /// NeoML ``Create2DImageBlob``: (BatchLength, BatchWidth, 1, Height, Width, 1, Channels).
+    #[staticmethod]
+    #[pyo3(signature = (batch_length, batch_width, height, width, channels, dtype=None, engine=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn image2d(batch_length: i64, batch_width: i64, height: i64, width: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        let d = udims(&[batch_length, batch_width, height, width, channels])?;
+        Ok(Self::new(core(Blob::image2d(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3], d[4]))?))
+    }
+
+    /// NeoML ``Create3DImageBlob``: (BatchLength, BatchWidth, 1, Height, Width, Depth, Channels).
+    #[staticmethod]
+    #[pyo3(signature = (batch_length, batch_width, height, width, depth, channels, dtype=None, engine=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn image3d(batch_length: i64, batch_width: i64, height: i64, width: i64, depth: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        let d = udims(&[batch_length, batch_width, height, width, depth, channels])?;
+        Ok(Self::new(core(Blob::image3d(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3], d[4], d[5]))?))
+    }
+
+    /// A blob with these dims (rank 0..=32). Reads as zeros; nothing is
+    /// allocated until touched.
+    #[staticmethod]
+    #[pyo3(signature = (dims, dtype=None, engine=None))]
+    fn tensor(dims: Vec<i64>, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        Ok(Self::new(core(Blob::new(&engine_of(engine), dtypes::from_py(dtype)?, core(Shape::from_i64(&dims))?))?))
+    }
+
+    /// A rank-1 blob of ``n`` elements.
+    #[staticmethod]
+    #[pyo3(signature = (n, dtype=None, engine=None))]
+    fn vector(n: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        Self::tensor(vec![n], dtype, engine)
+    }
+
+    /// A rank-2 blob.
+    #[staticmethod]
+    #[pyo3(signature = (height, width, dtype=None, engine=None))]
+    fn matrix(height: i64, width: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        Self::tensor(vec![height, width], dtype, engine)
+    }
+
+    /// A blob from a NumPy array (or anything with the buffer protocol).
+    /// ``copy=True`` copies (any layout; array-likes are converted by
+    /// NumPy); ``copy=False`` shares the array's memory and keeps the array
+    /// alive — it must be C-contiguous, writable and aligned.
+    #[staticmethod]
+    #[pyo3(signature = (array, copy=true, engine=None))]
+    fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, copy: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        let engine = engine_of(engine);
+        if let Ok(b) = array.cast::<PyBlob>() {
+            if !copy {
+                return Err(raise("InvalidArgumentError", "from_numpy(copy=False) of a Blob: use the blob itself, or a view"));
+            }
+            return Ok(Self::new(core(b.get().b.copy())?));
+        }
+        if copy {
+            let arr = py.import("numpy")?.getattr("ascontiguousarray")?.call1((array,))?;
+            let buf = Foreign::get(&arr, false)?;
+            let dtype = buf.dtype()?;
+            let out = core(Blob::new(&engine, dtype, core(Shape::new(&buf.shape()))?))?;
+            let small = out.is_small();
+            let bytes = buf.bytes();
+            let dst = out.clone();
+            run(py, small, || dst.copy_from_bytes(bytes))?;
+            return Ok(Self::new(out));
+        }
+        let buf = Foreign::get(array, true).map_err(|e| {
+            if e.is_instance_of::<PyBufferError>(py) || e.is_instance_of::<PyTypeError>(py) {
+                raise("InvalidArgumentError", format!("from_numpy(copy=False) needs a writable buffer ({e}); pass copy=True"))
+            } else {
+                e
+            }
+        })?;
+        if !buf.is_c_contiguous() {
+            return Err(raise("InvalidArgumentError", "from_numpy(copy=False) needs a C-contiguous array; pass copy=True or use numpy.ascontiguousarray"));
+        }
+        let dtype = buf.dtype()?;
+        let shape = core(Shape::new(&buf.shape()))?;
+        let len = buf.len();
+        let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
+        let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
+        // SAFETY: the exporter keeps `len` bytes at `ptr` valid while we
+        // hold its buffer, which `release` gives back after the last user.
+        Ok(Self::new(core(unsafe { Blob::wrap(&engine, dtype, shape, ptr, len, Some(release)) })?))
+    }
+
+    /// Rebuilds a pickled blob (used by ``__reduce__``).
+    #[staticmethod]
+    fn _from_state(dims: Vec<i64>, dtype: &Bound<'_, PyAny>, data: &Bound<'_, PyBytes>) -> PyResult<Self> {
+        let b = core(Blob::new(&Engine::cpu(), dtypes::from_py(Some(dtype))?, core(Shape::from_i64(&dims))?))?;
+        core(b.copy_from_bytes(data.as_bytes()))?;
+        Ok(Self::new(b))
+    }
+
+    // ----------------------------------------------------------------- queries
+
+    /// The dims, outermost first.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.b.dims())
+    }
+
+    /// The dtype (a NumPy dtype: ``b.dtype == numpy.float32``).
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        dtypes::to_py(py, self.b.dtype())
+    }
+
+    /// Number of axes.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.b.rank()
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.b.count()
+    }
+
+    /// Size in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.b.byte_size()
+    }
+
+    /// Elements the memory holds without reallocating (Caffe's capacity).
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.b.capacity()
+    }
+
+    /// BatchLength * BatchWidth * ListSize (rank <= 7).
+    #[getter]
+    fn object_count(&self) -> PyResult<usize> {
+        core(self.b.object_count())
+    }
+
+    /// Height * Width * Depth * Channels (rank <= 7).
+    #[getter]
+    fn object_size(&self) -> PyResult<usize> {
+        core(self.b.object_size())
+    }
+
+    /// Height * Width * Depth (rank <= 7).
+    #[getter]
+    fn geometrical_size(&self) -> PyResult<usize> {
+        core(self.b.geometrical_size())
+    }
+
+    /// The size of an axis (int, negative from the end) or of a named dim (``bc.Dim``).
+    fn dim(&self, axis: &Bound<'_, PyAny>) -> PyResult<usize> {
+        match as_named_dim(axis)? {
+            Some(d) => core(self.b.named_dim(d)),
+            None => core(self.b.dim(axis.extract::<isize>()?)),
+        }
+    }
+
+    /// Caffe ``count(start, end)``: the product of dims in [start, end).
+    #[pyo3(signature = (start=0, end=None))]
+    fn count(&self, start: i64, end: Option<i64>) -> PyResult<usize> {
+        let end = match end {
+            Some(e) => uidx(e, "end axis")?,
+            None => self.b.rank(),
+        };
+        core(self.b.count_range(uidx(start, "start axis")?, end))
+    }
+
+    /// Caffe ``CanonicalAxisIndex``: a negative axis counted from the end.
+    fn canonical_axis(&self, axis: isize) -> PyResult<usize> {
+        core(self.b.canonical_axis(axis))
+    }
+
+    /// Caffe ``offset``: the row-major offset of leading indices.
+    fn offset(&self, index: Vec<i64>) -> PyResult<usize> {
+        let idx = index.iter().map(|&i| uidx(i, "index")).collect::<PyResult<Vec<_>>>()?;
+        core(self.b.offset(&idx))
+    }
+
+    /// Caffe legacy ``num`` (axis 0; rank <= 4).
+    #[getter]
+    fn num(&self) -> PyResult<usize> {
+        core(self.b.num())
+    }
+
+    /// Caffe legacy ``channels`` (axis 1; rank <= 4).
+    #[getter]
+    fn channels(&self) -> PyResult<usize> {
+        core(self.b.channels())
+    }
+
+    /// Caffe legacy ``height`` (axis 2; rank <= 4).
+    #[getter]
+    fn height(&self) -> PyResult<usize> {
+        core(self.b.height())
+    }
+
+    /// Caffe legacy ``width`` (axis 3; rank <= 4).
+    #[getter]
+    fn width(&self) -> PyResult<usize> {
+        core(self.b.width())
+    }
+
+    /// Where the current data lives: "uninitialized", "cpu", "gpu" or "synced".
+    #[getter]
+    fn head(&self) -> &'static str {
+        self.b.head().name()
+    }
+
+    /// The engine the blob lives on.
+    #[getter]
+    fn engine(&self) -> PyEngine {
+        PyEngine { e: self.b.engine().clone() }
+    }
+
+    /// True when both blobs use the same memory (views, shared data).
+    fn shares_memory(&self, other: PyRef<'_, PyBlob>) -> bool {
+        self.b.shares_memory(&other.b)
+    }
+
+    // ------------------------------------------------------------------- views
+
+    /// A window of ``size`` rows along axis 0 at parent position 0 (NeoML
+    /// ``CreateWindowBlob``): shares memory and keeps it alive.
+    fn window(&self, size: i64) -> PyResult<Self> {
+        Ok(Self::new(core(self.b.window(uidx(size, "window size")?))?))
+    }
+
+    /// Serrano slice: the sub-blob at these leading indices, sharing memory.
+    fn slice(&self, index: Vec<i64>) -> PyResult<Self> {
+        let idx = index.iter().map(|&i| uidx(i, "slice index")).collect::<PyResult<Vec<_>>>()?;
+        Ok(Self::new(core(self.b.slice(&idx))?))
+    }
+
+    /// A window's position along its parent's axis 0.
+    #[getter]
+    fn parent_pos(&self) -> PyResult<usize> {
+        core(self.b.parent_pos())
+    }
+
+    /// Moves a window (bounds-checked).
+    fn set_parent_pos(&self, pos: i64) -> PyResult<()> {
+        core(self.b.set_parent_pos(pos))
+    }
+
+    /// Moves a window by ``shift`` rows (bounds-checked).
+    fn shift_parent_pos(&self, shift: i64) -> PyResult<()> {
+        core(self.b.shift_parent_pos(shift))
+    }
+
+    /// The blob a view was made from (None for a blob that is not a view).
+    #[getter]
+    fn parent(&self) -> Option<Self> {
+        self.b.parent().map(Self::new)
+    }
+
+    /// The blob that owns the memory (itself when not a view).
+    #[getter]
+    fn owner(&self) -> Self {
+        Self::new(self.b.owner())
+    }
+
+    /// True for windows and slices.
+    #[getter]
+    fn is_view(&self) -> bool {
+        self.b.is_view()
+    }
+
+    // ------------------------------------------------------------- shape edits
+
+    /// Caffe ``Reshape``: keeps the memory when the new count fits the
+    /// capacity; growing past it reallocates, which raises ``BusyError``
+    /// while views, buffers or exports (arrays, memoryviews) share it.
+    fn reshape(&self, dims: Vec<i64>) -> PyResult<()> {
+        core(self.b.reshape(&udims(&dims)?))
+    }
+
+    /// NeoML ``ReinterpretDimensions``: new dims, same count, same data.
+    fn reinterpret(&self, dims: Vec<i64>) -> PyResult<()> {
+        core(self.b.reinterpret(&udims(&dims)?))
+    }
+
+    // ------------------------------------------------------------------ copies
+
+    /// An independent copy (NeoML ``GetCopy``).
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        let b = self.b.clone();
+        Ok(Self::new(run(py, b.is_small(), move || b.copy())?))
+    }
+
+    /// A new blob of the same dims reading as zeros (NeoML ``GetClone``),
+    /// optionally of another dtype.
+    #[pyo3(signature = (dtype=None))]
+    fn clone(&self, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let d = match dtype {
+            Some(d) if !d.is_none() => dtypes::from_py(Some(d))?,
+            _ => self.b.dtype(),
+        };
+        Ok(Self::new(core(self.b.clone_as(d))?))
+    }
+
+    /// ``numpy.swapaxes(b, d1, d2)`` as a new dense blob.
+    fn transposed(&self, py: Python<'_>, d1: isize, d2: isize) -> PyResult<Self> {
+        let b = self.b.clone();
+        Ok(Self::new(run(py, b.is_small(), move || b.transposed(d1, d2))?))
+    }
+
+    /// Writes ``swapaxes(src, d1, d2)`` into this blob.
+    fn transpose_from(&self, py: Python<'_>, src: PyRef<'_, PyBlob>, d1: isize, d2: isize) -> PyResult<()> {
+        let (b, s) = (self.b.clone(), src.b.clone());
+        run(py, b.is_small(), move || b.transpose_from(&s, d1, d2))
+    }
+
+    /// Copies a blob (same dims and dtype) or an array-like (same number
+    /// of elements; NumPy converts it to this blob's dtype) into this blob.
+    fn copy_from(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Ok(s) = src.cast::<PyBlob>() {
+            let (b, s) = (self.b.clone(), s.get().b.clone());
+            return run(py, b.is_small(), move || b.copy_from(&s));
+        }
+        let np = py.import("numpy")?;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("dtype", dtypes::to_py(py, self.b.dtype())?)?;
+        let arr = np.getattr("ascontiguousarray")?.call((src,), Some(&kwargs))?;
+        let buf = Foreign::get(&arr, false)?;
+        let n: usize = buf.shape().iter().product();
+        if n != self.b.count() {
+            return Err(raise("ShapeError", format!("copy_from: {n} elements given for a blob of {}", self.b.count())));
+        }
+        let b = self.b.clone();
+        let bytes = buf.bytes();
+        run(py, b.is_small(), || b.copy_from_bytes(bytes))
+    }
+
+    /// A NumPy array of the data: shares memory when ``copy=False`` (the
+    /// default), else an independent copy.
+    #[pyo3(signature = (copy=false))]
+    fn numpy<'py>(slf: &Bound<'py, Self>, copy: bool) -> PyResult<Bound<'py, PyAny>> {
+        let np = slf.py().import("numpy")?;
+        if copy {
+            np.getattr("array")?.call1((slf,))
+        } else {
+            np.getattr("asarray")?.call1((slf,))
+        }
+    }
+
+    // -------------------------------------------------------------- operations
+
+    /// ``b += other`` (same dims and dtype; ``b.add(b)`` doubles).
+    fn add(&self, py: Python<'_>, other: PyRef<'_, PyBlob>) -> PyResult<()> {
+        let (b, o) = (self.b.clone(), other.b.clone());
+        run(py, b.is_small(), move || b.add(&o))
+    }
+
+    /// Sets every element to zero.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        run(py, self.b.is_small(), || self.b.clear())
+    }
+
+    /// Sets object ``n`` to zero.
+    fn clear_object(&self, n: i64) -> PyResult<()> {
+        core(self.b.clear_object(n))
+    }
+
+    /// Sets every element to ``value`` (integers truncate toward zero and saturate).
+    fn fill(&self, py: Python<'_>, value: f64) -> PyResult<()> {
+        run(py, self.b.is_small(), || self.b.fill(value))
+    }
+
+    /// Sets every element of object ``n`` to ``value``.
+    fn fill_object(&self, n: i64, value: f64) -> PyResult<()> {
+        core(self.b.fill_object(n, value))
+    }
+
+    /// Multiplies every element by ``factor``.
+    fn scale(&self, py: Python<'_>, factor: f64) -> PyResult<()> {
+        run(py, self.b.is_small(), || self.b.scale(factor))
+    }
+
+    /// Sum of absolute values, accumulated in float64.
+    fn asum(&self, py: Python<'_>) -> PyResult<f64> {
+        run(py, self.b.is_small(), || self.b.asum())
+    }
+
+    /// Sum of squares, accumulated in float64.
+    fn sumsq(&self, py: Python<'_>) -> PyResult<f64> {
+        run(py, self.b.is_small(), || self.b.sumsq())
+    }
+
+    /// The diff blob (Caffe), created on first use with the same dims.
+    #[getter]
+    fn diff(&self) -> PyResult<Self> {
+        Ok(Self::new(core(self.b.diff())?))
+    }
+
+    /// Caffe ``Update``: data -= diff.
+    fn update(&self, py: Python<'_>) -> PyResult<()> {
+        run(py, self.b.is_small(), || self.b.update())
+    }
+
+    // ----------------------------------------------------------------- buffers
+
+    /// ``with b.buffer(pos, size, mode) as arr:`` — an ndarray view of
+    /// elements [pos, pos + size) (the whole blob, shaped like it, by
+    /// default), read-only for mode "r". Nested contexts release in LIFO order.
+    #[pyo3(signature = (pos=0, size=None, mode="rw"))]
+    fn buffer(&self, pos: i64, size: Option<i64>, mode: &str) -> PyResult<BufferContext> {
+        let mode = Mode::parse(mode)?;
+        Ok(BufferContext::new(self.b.clone(), pos, size, mode))
+    }
+
+    /// NeoML ``GetBuffer``: a writable ndarray view of [pos, pos + size),
+    /// pushed on the blob's buffer stack; give it back with ``release_buffer``.
+    fn get_buffer<'py>(&self, py: Python<'py>, pos: i64, size: i64, exchange: bool) -> PyResult<Bound<'py, PyAny>> {
+        let export = core(self.b.export_range(pos, size))?;
+        core(self.b.get_buffer(pos, size, exchange))?;
+        Held::array(py, export, false)
+    }
+
+    /// NeoML ``ReleaseBuffer``: ``buf`` must be the newest held buffer,
+    /// else ``LifoError`` and nothing changes.
+    fn release_buffer(&self, buf: &Bound<'_, PyAny>, exchange: bool) -> PyResult<()> {
+        let view = Foreign::get(buf, false)?;
+        let ptr = view.ptr();
+        drop(view);
+        core(self.b.release_buffer(ptr, exchange))
+    }
+
+    /// Number of buffers held through ``get_buffer`` / ``buffer``.
+    #[getter]
+    fn held_buffers(&self) -> usize {
+        self.b.held_buffers()
+    }
+
+    // ------------------------------------------------------------------- files
+
+    /// Saves as a Caffe BlobProto (not available yet: raises UnsupportedError).
+    #[pyo3(signature = (path, write_diff=false))]
+    fn save_caffe(&self, path: &str, write_diff: bool) -> PyResult<()> {
+        let _ = write_diff;
+        Err(crate::functions::formats_unsupported("save_caffe", path))
+    }
+
+    /// Saves as a NeoML blob archive (not available yet: raises UnsupportedError).
+    fn save_neoml(&self, path: &str) -> PyResult<()> {
+        Err(crate::functions::formats_unsupported("save_neoml", path))
+    }
+
+    /// Saves as a NumPy ``.npy`` file (not available yet: raises UnsupportedError).
+    fn save_npy(&self, path: &str) -> PyResult<()> {
+        Err(crate::functions::formats_unsupported("save_npy", path))
+    }
+
+    // ----------------------------------------------------------- Python protocols
+
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let export = Arc::new(core(slf.get().b.export())?);
+        // SAFETY: forwarded from CPython's call of __getbuffer__.
+        unsafe { exports::fill_view(view, flags, export, false, slf.into_any()) }
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: CPython passes back the view our __getbuffer__ filled.
+        unsafe { exports::release_view(view) }
+    }
+
+    /// DLPack export: a capsule sharing the blob's memory (``copy=True``
+    /// exports a copy). Versioned (DLPack 1.1) when ``max_version >= (1, 0)``.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        if let Some(s) = stream {
+            if !s.is_none() {
+                return Err(PyBufferError::new_err("stream must be None for a CPU blob"));
+            }
+        }
+        if let Some(d) = dl_device {
+            if d != dlpack::CPU_DEVICE {
+                return Err(PyBufferError::new_err(format!("cannot export a CPU blob to DLPack device {d:?}")));
+            }
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        let copied = copy == Some(true);
+        let export = if copied { core(core(self.b.copy())?.export())? } else { core(self.b.export())? };
+        dlpack::produce(py, export, versioned, copied)
+    }
+
+    /// The DLPack device: ``(1, 0)`` (CPU).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        dlpack::CPU_DEVICE
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        if self.b.rank() == 0 {
+            return Err(PyTypeError::new_err("len() of a rank-0 blob"));
+        }
+        core(self.b.dim(0))
+    }
+
+    fn __repr__(&self) -> String {
+        let dims = self.b.dims();
+        let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")) };
+        let view = if self.b.is_window() { ", window" } else if self.b.is_view() { ", view" } else { "" };
+        format!("blobcore.Blob(dtype={}, shape={shape}, engine={}{view})", self.b.dtype().name(), self.b.engine().name())
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<i64>, &'static str, Bound<'py, PyBytes>))> {
+        let py = slf.py();
+        let b = &slf.get().b;
+        let mut bytes = vec![0u8; b.byte_size()];
+        core(b.copy_to_bytes(&mut bytes))?;
+        let ctor = slf.get_type().getattr("_from_state")?;
+        Ok((ctor, (i64s(&b.dims()), b.dtype().name(), PyBytes::new(py, &bytes))))
+    }
+}

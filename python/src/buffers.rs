@@ -1,0 +1,119 @@
+//! Buffers: `with b.buffer(pos, size, mode) as arr:` and the ndarray views
+//! behind `get_buffer`, both on the core's LIFO buffer stack.
+
+use crate::errors::{core, raise};
+use crate::exports;
+use blobcore::{Blob, Export};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex};
+
+/// Access mode of a buffer context.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> PyResult<Mode> {
+        match s {
+            "r" => Ok(Mode::Read),
+            "w" => Ok(Mode::Write),
+            "rw" | "wr" | "r+" => Ok(Mode::ReadWrite),
+            _ => Err(raise("InvalidArgumentError", format!("buffer mode {s:?} is not one of \"r\", \"w\", \"rw\""))),
+        }
+    }
+
+    fn reads(self) -> bool {
+        self != Mode::Write
+    }
+
+    fn writes(self) -> bool {
+        self != Mode::Read
+    }
+}
+
+/// Exposes an export through the buffer protocol (the base object of the
+/// ndarrays that buffers hand out; it keeps the memory alive).
+#[pyclass(module = "blobcore", frozen)]
+pub struct Held {
+    export: Arc<Export>,
+    readonly: bool,
+}
+
+impl Held {
+    /// An ndarray over `export` (read-only when asked).
+    pub fn array(py: Python<'_>, export: Export, readonly: bool) -> PyResult<Bound<'_, PyAny>> {
+        let held = Bound::new(py, Held { export: Arc::new(export), readonly })?;
+        py.import("numpy")?.getattr("asarray")?.call1((held,))
+    }
+}
+
+#[pymethods]
+impl Held {
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let (export, readonly) = (Arc::clone(&slf.get().export), slf.get().readonly);
+        // SAFETY: forwarded from CPython's call of __getbuffer__.
+        unsafe { exports::fill_view(view, flags, export, readonly, slf.into_any()) }
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: CPython passes back the view our __getbuffer__ filled.
+        unsafe { exports::release_view(view) }
+    }
+}
+
+/// The context manager returned by `Blob.buffer`.
+#[pyclass(module = "blobcore", frozen)]
+pub struct BufferContext {
+    blob: Blob,
+    pos: i64,
+    size: Option<i64>,
+    mode: Mode,
+    held: Mutex<Option<usize>>,
+}
+
+impl BufferContext {
+    pub fn new(blob: Blob, pos: i64, size: Option<i64>, mode: Mode) -> Self {
+        BufferContext { blob, pos, size, mode, held: Mutex::new(None) }
+    }
+}
+
+#[pymethods]
+impl BufferContext {
+    fn __enter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_some() {
+            return Err(raise("LifoError", "this buffer context is already entered"));
+        }
+        let count = self.blob.count() as i64;
+        let (export, size) = match self.size {
+            None if self.pos == 0 => (core(self.blob.export())?, count),
+            None => {
+                let size = count.saturating_sub(self.pos).max(0);
+                (core(self.blob.export_range(self.pos, size))?, size)
+            }
+            Some(size) => (core(self.blob.export_range(self.pos, size))?, size),
+        };
+        let ptr = core(self.blob.get_buffer(self.pos, size, self.mode.reads()))?;
+        *held = Some(ptr.as_ptr() as usize);
+        drop(held);
+        Held::array(py, export, self.mode == Mode::Read)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        let ptr = self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(p) = ptr {
+            if let Err(e) = self.blob.release_buffer(p as *const u8, self.mode.writes()) {
+                // Put it back: the buffer is still held (nothing changed).
+                *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+                return Err(crate::errors::BcError(e).into());
+            }
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,191 @@
+//! The buffer protocol: filling a `Py_buffer` from a core [`Export`], and
+//! reading another object's buffer (NumPy arrays, bytes, memoryviews).
+
+use crate::dtypes;
+use crate::errors::raise;
+use blobcore::{DType, Export};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::Arc;
+
+/// What a `Py_buffer` we filled points into; freed by `__releasebuffer__`.
+struct ViewHolder {
+    _export: Arc<Export>,
+    shape: Vec<ffi::Py_ssize_t>,
+    strides: Vec<ffi::Py_ssize_t>,
+}
+
+/// Fills `view` from `export` for `__getbuffer__` (`owner` becomes
+/// `view.obj`). Read-only exports refuse writable requests.
+///
+/// # Safety
+/// `view` must be the pointer CPython passed to `__getbuffer__`.
+pub unsafe fn fill_view(
+    view: *mut ffi::Py_buffer,
+    flags: c_int,
+    export: Arc<Export>,
+    readonly: bool,
+    owner: Bound<'_, PyAny>,
+) -> PyResult<()> {
+    if view.is_null() {
+        return Err(raise("BusyError", "NULL Py_buffer"));
+    }
+    if readonly && (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
+        return Err(pyo3::exceptions::PyBufferError::new_err("this buffer is read-only"));
+    }
+    let format: &'static CStr = dtypes::format(export.dtype()).ok_or_else(|| {
+        pyo3::exceptions::PyBufferError::new_err(
+            "bfloat16 has no buffer-protocol format; use DLPack (__dlpack__) or clone(dtype=...) first",
+        )
+    })?;
+    let shape: Vec<ffi::Py_ssize_t> = export.shape().iter().map(|&d| d as ffi::Py_ssize_t).collect();
+    let strides: Vec<ffi::Py_ssize_t> = export.byte_strides().iter().map(|&s| s as ffi::Py_ssize_t).collect();
+    let holder = Box::new(ViewHolder { _export: Arc::clone(&export), shape, strides });
+    // SAFETY: `view` is valid (checked non-NULL, provided by CPython); the
+    // pointers stored in it live in `holder`, which is released only by
+    // `release_view` when the consumer lets go of the view.
+    unsafe {
+        (*view).buf = export.as_ptr() as *mut c_void;
+        (*view).len = export.byte_len() as ffi::Py_ssize_t;
+        (*view).readonly = c_int::from(readonly);
+        (*view).itemsize = export.dtype().size() as ffi::Py_ssize_t;
+        (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
+            format.as_ptr() as *mut _
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).ndim = holder.shape.len() as c_int;
+        (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
+            holder.shape.as_ptr() as *mut _
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+            holder.strides.as_ptr() as *mut _
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).suboffsets = std::ptr::null_mut();
+        (*view).internal = Box::into_raw(holder) as *mut c_void;
+        (*view).obj = owner.into_ptr();
+    }
+    Ok(())
+}
+
+/// Frees what [`fill_view`] stored in `view` (for `__releasebuffer__`).
+///
+/// # Safety
+/// `view` must have been filled by [`fill_view`] and not released before.
+pub unsafe fn release_view(view: *mut ffi::Py_buffer) {
+    // SAFETY: `internal` holds the Box leaked by fill_view, released once.
+    unsafe {
+        let p = (*view).internal as *mut ViewHolder;
+        if !p.is_null() {
+            drop(Box::from_raw(p));
+            (*view).internal = std::ptr::null_mut();
+        }
+    }
+}
+
+/// Another object's buffer, held until dropped (with the GIL taken for
+/// the release, so it may be dropped on any thread).
+pub struct Foreign {
+    view: Box<ffi::Py_buffer>,
+}
+
+// SAFETY: the Py_buffer is only touched while holding the GIL (get under
+// the caller's GIL, release in Drop under `Python::attach`).
+unsafe impl Send for Foreign {}
+
+impl Foreign {
+    /// Requests a buffer with strides and format; `writable` asks for a
+    /// writable one.
+    pub fn get(obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Foreign> {
+        let mut flags = ffi::PyBUF_STRIDES | ffi::PyBUF_FORMAT;
+        if writable {
+            flags |= ffi::PyBUF_WRITABLE;
+        }
+        // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer expects to fill.
+        let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: obj is a live object (we hold the GIL); view is writable.
+        let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
+        if rc != 0 {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        Ok(Foreign { view })
+    }
+
+    /// Start of the memory.
+    pub fn ptr(&self) -> *mut u8 {
+        self.view.buf as *mut u8
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.view.len as usize
+    }
+
+    /// The dims.
+    pub fn shape(&self) -> Vec<usize> {
+        let n = self.view.ndim as usize;
+        if self.view.shape.is_null() {
+            return vec![self.len() / self.itemsize().max(1)];
+        }
+        // SAFETY: CPython guarantees `shape` has `ndim` entries when non-NULL.
+        unsafe { std::slice::from_raw_parts(self.view.shape, n) }.iter().map(|&d| d as usize).collect()
+    }
+
+    fn itemsize(&self) -> usize {
+        self.view.itemsize as usize
+    }
+
+    /// The dtype, or a DTypeError naming the format.
+    pub fn dtype(&self) -> PyResult<DType> {
+        let fmt = if self.view.format.is_null() {
+            "B".to_owned()
+        } else {
+            // SAFETY: a non-NULL format is a NUL-terminated string owned by the exporter.
+            unsafe { CStr::from_ptr(self.view.format) }.to_string_lossy().into_owned()
+        };
+        dtypes::from_format(&fmt, self.itemsize()).ok_or_else(|| {
+            raise("DTypeError", format!("buffer format {fmt:?} (item size {}) has no blobcore dtype", self.itemsize()))
+        })
+    }
+
+    /// True when the buffer is dense and row-major.
+    pub fn is_c_contiguous(&self) -> bool {
+        if self.view.strides.is_null() {
+            return true;
+        }
+        let shape = self.shape();
+        // SAFETY: `strides` has `ndim` entries when non-NULL.
+        let strides = unsafe { std::slice::from_raw_parts(self.view.strides, shape.len()) };
+        let mut expect = self.itemsize() as isize;
+        for (&d, &s) in shape.iter().zip(strides).rev() {
+            if d > 1 && s != expect {
+                return false;
+            }
+            expect *= d.max(1) as isize;
+        }
+        true
+    }
+
+    /// The bytes (only for C-contiguous buffers).
+    pub fn bytes(&self) -> &[u8] {
+        if self.len() == 0 || self.view.buf.is_null() {
+            return &[];
+        }
+        // SAFETY: the exporter keeps `len` bytes at `buf` valid while we hold the view.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len()) }
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        Python::attach(|_py| {
+            // SAFETY: the view was filled by PyObject_GetBuffer and is released once.
+            unsafe { ffi::PyBuffer_Release(&mut *self.view) }
+        });
+    }
+}

@@ -1,0 +1,156 @@
+//! Module-level functions: merge/split, DLPack import, file loaders.
+
+use crate::blob::{axis_of, engine_of, run, PyBlob, PyEngine};
+use crate::dlpack;
+use crate::errors::raise;
+use blobcore::Blob;
+use pyo3::prelude::*;
+
+
+fn blobs(list: &[PyRef<'_, PyBlob>]) -> Vec<Blob> {
+    list.iter().map(|b| b.b.clone()).collect()
+}
+
+fn first(list: &[Blob], what: &str) -> PyResult<Blob> {
+    list.first().cloned().ok_or_else(|| raise("InvalidArgumentError", format!("{what}: no blobs given")))
+}
+
+fn axis_or_0(b: &Blob, axis: Option<&Bound<'_, PyAny>>) -> PyResult<isize> {
+    match axis {
+        Some(a) if !a.is_none() => axis_of(b, a),
+        _ => Ok(0),
+    }
+}
+
+fn small(list: &[Blob]) -> bool {
+    list.iter().all(|b| b.is_small())
+}
+
+/// ``numpy.concatenate(blobs, axis)`` into a new blob (NeoML ``MergeByDim``).
+/// ``axis`` is an int or a ``bc.Dim``.
+#[pyfunction]
+#[pyo3(signature = (blobs, axis=None))]
+pub fn merge(py: Python<'_>, blobs: Vec<PyRef<'_, PyBlob>>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<PyBlob> {
+    let v = self::blobs(&blobs);
+    let a = axis_or_0(&first(&v, "merge")?, axis)?;
+    let s = small(&v);
+    Ok(PyBlob::new(run(py, s, move || {
+        let refs: Vec<&Blob> = v.iter().collect();
+        Blob::merged(&refs, a)
+    })?))
+}
+
+/// Merges ``blobs`` along ``axis`` into the preallocated ``to``.
+#[pyfunction]
+#[pyo3(signature = (blobs, to, axis=None))]
+pub fn merge_into(py: Python<'_>, blobs: Vec<PyRef<'_, PyBlob>>, to: PyRef<'_, PyBlob>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let v = self::blobs(&blobs);
+    let t = to.b.clone();
+    let a = axis_or_0(&t, axis)?;
+    let s = small(&v) && t.is_small();
+    run(py, s, move || {
+        let refs: Vec<&Blob> = v.iter().collect();
+        Blob::merge(&refs, a, &t)
+    })
+}
+
+/// ``numpy.split``-like: ``parts`` is a number of equal parts or a list of
+/// sizes along ``axis``; returns new blobs.
+#[pyfunction]
+#[pyo3(signature = (blob, parts, axis=None))]
+pub fn split(py: Python<'_>, blob: PyRef<'_, PyBlob>, parts: &Bound<'_, PyAny>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<PyBlob>> {
+    let b = blob.b.clone();
+    let a = axis_or_0(&b, axis)?;
+    let s = b.is_small();
+    let out = if let Ok(n) = parts.extract::<i64>() {
+        let n = crate::blob::uidx(n, "number of parts")?;
+        run(py, s, move || b.split_equal(a, n))?
+    } else {
+        let sizes: Vec<i64> = parts.extract().map_err(|_| raise("InvalidArgumentError", "parts must be an int or a list of sizes"))?;
+        let sizes = sizes.iter().map(|&x| crate::blob::uidx(x, "part size")).collect::<PyResult<Vec<_>>>()?;
+        run(py, s, move || b.split_sizes(a, &sizes))?
+    };
+    Ok(out.into_iter().map(PyBlob::new).collect())
+}
+
+/// Splits ``blob`` along ``axis`` into the preallocated ``tos``.
+#[pyfunction]
+#[pyo3(signature = (blob, tos, axis=None))]
+pub fn split_into(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_, PyBlob>>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let b = blob.b.clone();
+    let v = blobs(&tos);
+    let a = axis_or_0(&b, axis)?;
+    let s = b.is_small();
+    run(py, s, move || {
+        let refs: Vec<&Blob> = v.iter().collect();
+        Blob::split(&b, a, &refs)
+    })
+}
+
+/// NeoML ``MergeByObjects`` into the preallocated ``to``.
+#[pyfunction]
+pub fn merge_objects(py: Python<'_>, blobs: Vec<PyRef<'_, PyBlob>>, to: PyRef<'_, PyBlob>) -> PyResult<()> {
+    let v = self::blobs(&blobs);
+    let t = to.b.clone();
+    let s = t.is_small();
+    run(py, s, move || {
+        let refs: Vec<&Blob> = v.iter().collect();
+        Blob::merge_objects(&refs, &t)
+    })
+}
+
+/// NeoML ``SplitByObjects`` into the preallocated ``tos``.
+#[pyfunction]
+pub fn split_objects(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_, PyBlob>>) -> PyResult<()> {
+    let b = blob.b.clone();
+    let v = blobs(&tos);
+    let s = b.is_small();
+    run(py, s, move || {
+        let refs: Vec<&Blob> = v.iter().collect();
+        Blob::split_objects(&b, &refs)
+    })
+}
+
+/// A blob sharing the memory of any DLPack producer (NumPy, PyTorch, JAX
+/// ...) or of a DLPack capsule. Read-only or strided tensors are copied.
+#[pyfunction]
+#[pyo3(signature = (obj, engine=None))]
+pub fn from_dlpack(obj: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
+    let _ = engine_of(engine);
+    let capsule = if obj.hasattr("__dlpack__")? {
+        let kwargs = pyo3::types::PyDict::new(obj.py());
+        kwargs.set_item("max_version", (1u32, 1u32))?;
+        match obj.call_method("__dlpack__", (), Some(&kwargs)) {
+            Ok(c) => c,
+            // Producers older than DLPack 1.0 take no keywords.
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(obj.py()) => obj.call_method0("__dlpack__")?,
+            Err(e) => return Err(e),
+        }
+    } else {
+        obj.clone()
+    };
+    Ok(PyBlob::new(dlpack::consume(&capsule)?))
+}
+
+pub(crate) fn formats_unsupported(what: &str, path: &str) -> PyErr {
+    raise("UnsupportedError", format!("{what}({path:?}): file formats are not available in this version of blobcore yet"))
+}
+
+/// Loads a Caffe BlobProto file (not available yet: raises UnsupportedError).
+#[pyfunction]
+pub fn load_caffe(path: &str) -> PyResult<PyBlob> {
+    Err(formats_unsupported("load_caffe", path))
+}
+
+/// Loads a NeoML blob archive (not available yet: raises UnsupportedError).
+#[pyfunction]
+pub fn load_neoml(path: &str) -> PyResult<PyBlob> {
+    Err(formats_unsupported("load_neoml", path))
+}
+
+/// Loads a NumPy ``.npy`` file (not available yet: raises UnsupportedError).
+#[pyfunction]
+pub fn load_npy(path: &str) -> PyResult<PyBlob> {
+    Err(formats_unsupported("load_npy", path))
+}
+
