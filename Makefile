@@ -11,8 +11,11 @@ LIBDIR := target/release
 STAGE := $(CURDIR)/build/stage
 CBUILD := $(CURDIR)/build/c
 VALGRIND ?= valgrind
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+WHEELS := $(CURDIR)/build/wheels
 
-.PHONY: all build demo test test-rust test-c header header-check install stage bench bench-c lint clean
+.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint clean
 
 all: build
 
@@ -24,8 +27,18 @@ demo: build stage
 	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(CBUILD) -j2 >/dev/null
 	@for ex in quickstart windows merge_split lifo cpp_example; do echo "== $$ex"; $(CBUILD)/$$ex || exit 1; done
+	$(MAKE) demo-py
 
-test: header-check test-rust test-c
+# The Python examples against the freshly built wheel, then a clean
+# virtual environment that installs only the wheel (NumPy comes from PyPI).
+demo-py: wheel
+	@for ex in examples/python/*.py; do echo "== $$ex"; $(VENV)/bin/python $$ex || exit 1; done
+	rm -rf build/venv-clean
+	$(PYTHON) -m venv build/venv-clean
+	build/venv-clean/bin/pip install -q $(WHEELS)/blobcore-*.whl
+	cd build && venv-clean/bin/python -c "import blobcore as bc, numpy as np; b = bc.Blob.tensor([2, 3]); b.fill(2); print('clean venv:', bc.__version__, np.asarray(b).sum())"
+
+test: header-check test-rust test-c test-py
 
 # Release mode: the property tests run many cases, and the memory test
 # checks resident sizes of optimised code.
@@ -43,6 +56,24 @@ test-c: stage
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) -std=c99 -Wall -Wextra -Werror -pedantic examples/c/quickstart.c \
 		$$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs blob) -Wl,-rpath,$(STAGE)/lib -o $(CBUILD)/quickstart_pc
 	$(CBUILD)/quickstart_pc
+
+# The project-local virtual environment with maturin, NumPy and pytest.
+$(VENV)/.ready: python/requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r python/requirements-dev.txt
+	touch $@
+
+# Builds the abi3 wheel into build/wheels and installs it into .venv.
+wheel: $(VENV)/.ready
+	rm -f $(WHEELS)/blobcore-*.whl
+	$(VENV)/bin/maturin build --quiet --release -m python/Cargo.toml -o $(WHEELS)
+	$(VENV)/bin/pip install -q --force-reinstall --no-deps $(WHEELS)/blobcore-*.whl
+
+# pytest against the installed wheel (run from python/tests so that the
+# source tree's package does not shadow it).
+test-py: wheel
+	cd python/tests && $(VENV)/bin/python -m pytest -q
 
 $(CBINDGEN):
 	$(CARGO) install --quiet --locked --root $(CURDIR)/.tools cbindgen --version $(CBINDGEN_VERSION)
@@ -76,6 +107,9 @@ bench-c: stage
 	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(CBUILD) -j2 --target call_overhead >/dev/null
 	$(CBUILD)/call_overhead
+
+bench-py: wheel
+	$(VENV)/bin/python bench/python_bench.py
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -202,7 +202,7 @@ impl PyBlob {
             return Ok(Self::new(out));
         }
         let buf = Foreign::get(array, true).map_err(|e| {
-            if e.is_instance_of::<PyBufferError>(py) || e.is_instance_of::<PyTypeError>(py) {
+            if e.is_instance_of::<PyBufferError>(py) || e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
                 raise("InvalidArgumentError", format!("from_numpy(copy=False) needs a writable buffer ({e}); pass copy=True"))
             } else {
                 e

@@ -221,7 +221,7 @@ unsafe impl Send for Taken {}
 
 impl Drop for Taken {
     fn drop(&mut self) {
-        Python::attach(|_py| {
+        crate::exports::with_gil_or_leak(|| {
             // SAFETY: ptr is the managed tensor we took ownership of by
             // renaming its capsule; its deleter is called exactly once, here.
             unsafe {

@@ -183,9 +183,21 @@ impl Foreign {
 
 impl Drop for Foreign {
     fn drop(&mut self) {
-        Python::attach(|_py| {
+        let view: *mut ffi::Py_buffer = &mut *self.view;
+        with_gil_or_leak(|| {
             // SAFETY: the view was filled by PyObject_GetBuffer and is released once.
-            unsafe { ffi::PyBuffer_Release(&mut *self.view) }
+            unsafe { ffi::PyBuffer_Release(view) }
         });
+    }
+}
+
+/// Runs `f` holding the GIL, from any thread. Once the interpreter has
+/// begun shutting down (`Py_IsInitialized` is 0 while it destroys the
+/// remaining objects) `f` is skipped: the process is exiting and the
+/// memory goes with it, whereas taking the GIL then would be an error.
+pub fn with_gil_or_leak(f: impl FnOnce()) {
+    // SAFETY: Py_IsInitialized may be called at any time, with or without the GIL.
+    if unsafe { ffi::Py_IsInitialized() } != 0 {
+        Python::attach(|_py| f());
     }
 }

@@ -1,0 +1,75 @@
+"""blobcore vs NumPy from Python, measured in one run (ratios, not absolute
+times, are what to compare: these machines are noisy).
+
+Usage: python bench/python_bench.py [--quick]
+"""
+
+import sys
+import timeit
+
+import numpy as np
+
+import blobcore as bc
+
+QUICK = "--quick" in sys.argv
+MIB = 1 << 20
+
+
+def best(fn, number: int, repeat: int = 5) -> float:
+    """Best time per call, in seconds."""
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def row(name: str, ours: float, theirs: float, unit: str = "ms") -> None:
+    scale = {"ns": 1e9, "us": 1e6, "ms": 1e3}[unit]
+    print(f"| {name:<38} | {ours * scale:10.2f} {unit} | {theirs * scale:10.2f} {unit} | {theirs / ours:6.2f}x |")
+
+
+def main() -> None:
+    print(f"blobcore {bc.__version__}, NumPy {np.__version__}")
+    print("| operation                              |   blobcore    |    NumPy      | speedup |")
+    print("|----------------------------------------|---------------|---------------|---------|")
+
+    # Per-call overhead on tiny data.
+    b8, a8 = bc.Blob.vector(8), np.zeros(8, np.float32)
+    n = 200_000 if not QUICK else 20_000
+    row("fill(1.0), 8 elements", best(lambda: b8.fill(1.0), n), best(lambda: a8.fill(1.0), n), "ns")
+    row("asum, 8 elements (np.abs(a).sum())", best(b8.asum, n), best(lambda: np.abs(a8).sum(), n), "ns")
+
+    # np.asarray of a 1 GiB blob must be O(1): no copy, no touch.
+    big = bc.Blob.vector((1 << 30) // 4)
+    t_asarray = best(lambda: np.asarray(big), 1000)
+    t_empty = best(lambda: np.empty(0), 1000)
+    print(f"| np.asarray(1 GiB blob)                 | {t_asarray * 1e6:10.2f} us | (np.empty(0): {t_empty * 1e6:.2f} us) |")
+    del big
+
+    # Large operations on 128 MiB (f32), against the NumPy expression.
+    size = (128 if not QUICK else 16) * MIB // 4
+    rows, cols = 4096, size // 4096
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((rows, cols), dtype=np.float32)
+    b = bc.Blob.from_numpy(a)
+    halves = [a[: rows // 2], a[rows // 2 :]]
+    bh = [bc.Blob.from_numpy(h) for h in halves]
+    reps = 3 if not QUICK else 2
+
+    row("merge 2 x 64 MiB along axis 0", best(lambda: bc.merge(bh, 0), 1, reps), best(lambda: np.concatenate(halves, 0), 1, reps))
+    lh = [a[:, : cols // 2], a[:, cols // 2 :]]
+    lhc = [np.ascontiguousarray(x) for x in lh]
+    bl = [bc.Blob.from_numpy(x) for x in lhc]
+    row("merge 2 x 64 MiB along axis 1", best(lambda: bc.merge(bl, 1), 1, reps), best(lambda: np.concatenate(lhc, 1), 1, reps))
+    # np.split returns views; copying the parts is the equivalent work.
+    row("split 128 MiB in 4 along axis 1", best(lambda: bc.split(b, 4, 1), 1, reps),
+        best(lambda: [np.ascontiguousarray(p) for p in np.split(a, 4, 1)], 1, reps))
+    row("transposed(0, 1) of 128 MiB", best(lambda: b.transposed(0, 1), 1, reps),
+        best(lambda: np.ascontiguousarray(a.swapaxes(0, 1)), 1, reps))
+    row("asum of 128 MiB (np.abs(a).sum())", best(b.asum, 1, reps), best(lambda: np.abs(a).sum(), 1, reps))
+    row("sumsq of 128 MiB (np.dot(a, a))", best(b.sumsq, 1, reps),
+        best(lambda: np.dot(a.reshape(-1), a.reshape(-1)), 1, reps))
+    c = b.copy()
+    ac = a.copy()
+    row("add 128 MiB (a += c)", best(lambda: b.add(c), 1, reps), best(lambda: np.add(a, ac, out=a), 1, reps))
+
+
+if __name__ == "__main__":
+    main()
