@@ -22,7 +22,7 @@ pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut 
     ffi!({
         let o = out(out_engine, "out")?;
         let hint = if adapter_hint.is_null() { None } else { Some(path(adapter_hint)?) };
-        let e = Engine::gpu(hint.as_deref())?;
+        let e = Engine::gpu(hint)?;
         put(o, handles::issue_engine(e));
         Ok(())
     })

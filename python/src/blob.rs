@@ -112,6 +112,9 @@ pub(crate) fn run<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> blob
     }
 }
 
+/// What `__reduce__` returns: `Blob._from_state` and its arguments.
+type Reduced<'py> = (Bound<'py, PyAny>, (Vec<i64>, &'static str, Bound<'py, PyBytes>));
+
 fn i64s(v: &[usize]) -> Vec<i64> {
     v.iter().map(|&d| d as i64).collect()
 }
@@ -647,7 +650,7 @@ impl PyBlob {
         format!("blobcore.Blob(dtype={}, shape={shape}, engine={}{view})", self.b.dtype().name(), self.b.engine().name())
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<i64>, &'static str, Bound<'py, PyBytes>))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let b = &slf.get().b;
         let mut bytes = vec![0u8; b.byte_size()];

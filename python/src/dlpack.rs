@@ -313,7 +313,7 @@ pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
     let byte_len = count * dtype.size();
     let engine = Engine::cpu();
     let read_only = flags & FLAG_READ_ONLY != 0;
-    let aligned = (base as usize) % dtype.size() == 0;
+    let aligned = (base as usize).is_multiple_of(dtype.size());
 
     // Mark the capsule consumed before anything can fail halfway: from here
     // on we own the tensor and `taken` deletes it exactly once.
