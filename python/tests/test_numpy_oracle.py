@@ -211,3 +211,54 @@ def test_diff_and_update():
     b.diff.copy_from(np.array([0.5, 0.5, 4.0], np.float32))
     b.update()
     np.testing.assert_array_equal(np.asarray(b), [0.5, 1.5, -1.0])
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES, ids=str)
+def test_merge_and_split_objects(rng, dtype):
+    # Objects are BatchLength x BatchWidth x ListSize; each merged object is
+    # the parts' objects one after another.
+    parts = [random_array(rng, (2, 3, 1, h, 2, 1, 2), dtype) for h in (1, 3, 2)]
+    blobs = [blob_of(p) for p in parts]
+    to = bc.Blob.image2d(2, 3, 6, 2, 2, dtype=dtype)
+    bc.merge_objects(blobs, to)
+    want = np.concatenate([p.reshape(6, -1) for p in parts], axis=1)
+    np.testing.assert_array_equal(np.asarray(to).reshape(6, -1), want)
+    back = [bc.Blob.tensor(list(p.shape), dtype=dtype) for p in parts]
+    bc.split_objects(to, back)
+    for b, p in zip(back, parts):
+        np.testing.assert_array_equal(np.asarray(b), p)
+    with pytest.raises(bc.ShapeError):
+        bc.merge_objects(blobs, bc.Blob.image2d(2, 3, 5, 2, 2, dtype=dtype))
+
+
+def test_large_operations_release_the_gil():
+    import threading
+    import time
+
+    b = bc.Blob.vector(64 << 20)  # 256 MiB: each transposed/asum takes a while
+    b.fill(1.0)
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    windows = []
+    try:
+        time.sleep(0.01)
+        for _ in range(5):
+            for op in (lambda: b.scale(1.0), b.asum):
+                start = time.perf_counter()
+                op()
+                windows.append((start, time.perf_counter()))
+    finally:
+        stop.set()
+        t.join()
+    inside = sum(1 for x in ticks for (s0, s1) in windows if s0 < x < s1)
+    # With the GIL held during each call the ticker could not run inside it.
+    # (one tick can slip in as the call starts; a released GIL gives one per ms)
+    assert inside >= 3 * len(windows), (inside, windows[0][1] - windows[0][0])
