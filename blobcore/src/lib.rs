@@ -35,6 +35,7 @@ pub mod dtype;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod layout;
 pub mod ops;
 pub mod shape;
 pub mod storage;
@@ -46,6 +47,7 @@ pub use dtype::{DType, Element};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Result};
 pub use export::Export;
+pub use layout::{layout_by_dims, BlockingDesc, Layout, TensorDesc};
 pub use shape::{BlobDim, Shape, MAX_RANK};
 pub use storage::{Head, ReleaseFn};
 

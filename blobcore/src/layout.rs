@@ -1,0 +1,644 @@
+//! Layouts: OpenVINO's `Layout`, `BlockingDesc` and `TensorDesc`.
+//!
+//! A [`TensorDesc`] says where each element of a blob's logical dims lives
+//! in memory: the logical dims are cut into *blocked dims* (a dim may
+//! appear twice in `order`, outer then inner block, as channels blocked by
+//! 8 in "nChw8c"), laid out with `strides`, after `offset_padding` and
+//! per-blocked-dim `offsets_to_data`. The default desc is dense row-major.
+//!
+//! Offsets follow OpenVINO's algorithm (REFERENCE.md): from the innermost
+//! blocked dim outwards the inner block takes the remainder of the logical
+//! index and the outer one the quotient. Regions (ROI) keep the strides and
+//! move the start through `offsets_to_data` only — OpenVINO also adds it to
+//! the padding, counting the start twice; that bug is not copied.
+
+use crate::dtype::DType;
+use crate::error::{err, Result};
+use crate::shape::MAX_RANK;
+use std::fmt;
+
+/// OpenVINO's named layouts, with its numeric values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Layout {
+    /// Any layout (dense row-major here).
+    Any = 0,
+    /// Batch, channels, height, width.
+    Nchw = 1,
+    /// Batch, height, width, channels.
+    Nhwc = 2,
+    /// Batch, channels, depth, height, width.
+    Ncdhw = 3,
+    /// Batch, depth, height, width, channels.
+    Ndhwc = 4,
+    /// Weights: output and input channels, height, width.
+    Oihw = 64,
+    /// Grouped weights.
+    Goihw = 65,
+    /// 3-D weights.
+    Oidhw = 66,
+    /// Grouped 3-D weights.
+    Goidhw = 67,
+    /// Rank 0.
+    Scalar = 95,
+    /// Rank 1.
+    C = 96,
+    /// Channels, height, width.
+    Chw = 128,
+    /// Height, width, channels.
+    Hwc = 129,
+    /// Height, width.
+    Hw = 192,
+    /// Batch, channels.
+    Nc = 193,
+    /// Channels, batch.
+    Cn = 194,
+    /// Anything else: described by its blocking.
+    Blocked = 200,
+}
+
+impl Layout {
+    /// Every layout.
+    pub const ALL: [Layout; 17] = [
+        Layout::Any,
+        Layout::Nchw,
+        Layout::Nhwc,
+        Layout::Ncdhw,
+        Layout::Ndhwc,
+        Layout::Oihw,
+        Layout::Goihw,
+        Layout::Oidhw,
+        Layout::Goidhw,
+        Layout::Scalar,
+        Layout::C,
+        Layout::Chw,
+        Layout::Hwc,
+        Layout::Hw,
+        Layout::Nc,
+        Layout::Cn,
+        Layout::Blocked,
+    ];
+
+    /// OpenVINO's numeric value.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The layout with OpenVINO's numeric value `code`.
+    pub fn from_code(code: i64) -> Result<Layout> {
+        Layout::ALL
+            .iter()
+            .copied()
+            .find(|l| l.code() as i64 == code)
+            .ok_or_else(|| err!(InvalidArgument, "{code} is not a layout code"))
+    }
+
+    /// The name, as OpenVINO spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Any => "ANY",
+            Layout::Nchw => "NCHW",
+            Layout::Nhwc => "NHWC",
+            Layout::Ncdhw => "NCDHW",
+            Layout::Ndhwc => "NDHWC",
+            Layout::Oihw => "OIHW",
+            Layout::Goihw => "GOIHW",
+            Layout::Oidhw => "OIDHW",
+            Layout::Goidhw => "GOIDHW",
+            Layout::Scalar => "SCALAR",
+            Layout::C => "C",
+            Layout::Chw => "CHW",
+            Layout::Hwc => "HWC",
+            Layout::Hw => "HW",
+            Layout::Nc => "NC",
+            Layout::Cn => "CN",
+            Layout::Blocked => "BLOCKED",
+        }
+    }
+
+    /// The rank a layout implies (`None` for ANY and BLOCKED).
+    pub fn rank(self) -> Option<usize> {
+        Some(match self {
+            Layout::Any | Layout::Blocked => return None,
+            Layout::Scalar => 0,
+            Layout::C => 1,
+            Layout::Hw | Layout::Nc | Layout::Cn => 2,
+            Layout::Chw | Layout::Hwc => 3,
+            Layout::Nchw | Layout::Nhwc | Layout::Oihw => 4,
+            Layout::Ncdhw | Layout::Ndhwc | Layout::Goihw | Layout::Oidhw => 5,
+            Layout::Goidhw => 6,
+        })
+    }
+
+    /// The order of logical dims in memory, outermost first (NHWC is
+    /// {0, 2, 3, 1}; planar layouts are the identity).
+    pub fn order(self, rank: usize) -> Vec<usize> {
+        match self {
+            Layout::Nhwc => vec![0, 2, 3, 1],
+            Layout::Ndhwc => vec![0, 2, 3, 4, 1],
+            Layout::Hwc => vec![1, 2, 0],
+            Layout::Cn => vec![1, 0],
+            _ => (0..rank).collect(),
+        }
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// OpenVINO's `getLayoutByDims`: 0 SCALAR, 1 C, 2 NC, 3 CHW, 4 NCHW,
+/// 5 NCDHW, anything else BLOCKED. (OpenVINO's older docs show BLOCKED for
+/// rank 3; its sources, which REFERENCE.md follows, return CHW.)
+pub fn layout_by_dims(rank: usize) -> Layout {
+    match rank {
+        0 => Layout::Scalar,
+        1 => Layout::C,
+        2 => Layout::Nc,
+        3 => Layout::Chw,
+        4 => Layout::Nchw,
+        5 => Layout::Ncdhw,
+        _ => Layout::Blocked,
+    }
+}
+
+/// How blocked dims are laid out in memory (OpenVINO `BlockingDesc`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BlockingDesc {
+    blk_dims: Vec<usize>,
+    order: Vec<usize>,
+    offset_padding: usize,
+    offsets_to_data: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+fn dense_strides(blk_dims: &[usize]) -> Result<Vec<usize>> {
+    let mut strides = vec![0usize; blk_dims.len()];
+    let mut acc: usize = 1;
+    for (s, &d) in strides.iter_mut().zip(blk_dims).rev() {
+        *s = acc;
+        acc = acc
+            .checked_mul(d.max(1))
+            .filter(|&a| i64::try_from(a).is_ok())
+            .ok_or_else(|| err!(Shape, "blocked dims {blk_dims:?} overflow"))?;
+    }
+    Ok(strides)
+}
+
+impl BlockingDesc {
+    /// Dense blocked dims in `order` (OpenVINO `BlockingDesc(blkDims, order)`).
+    pub fn new(blk_dims: &[usize], order: &[usize]) -> Result<BlockingDesc> {
+        BlockingDesc::with_offsets(blk_dims, order, 0, &[])
+    }
+
+    /// As [`BlockingDesc::new`] with an offset before the data and per-blocked-dim
+    /// offsets to the data (empty means zeros).
+    pub fn with_offsets(blk_dims: &[usize], order: &[usize], offset_padding: usize, dim_offsets: &[usize]) -> Result<BlockingDesc> {
+        let strides = dense_strides(blk_dims)?;
+        BlockingDesc::with_strides(blk_dims, order, offset_padding, dim_offsets, &strides)
+    }
+
+    /// Fully explicit. Strides must be at least dense: the innermost at
+    /// least 1 and each at least the next one times its blocked dim.
+    pub fn with_strides(
+        blk_dims: &[usize],
+        order: &[usize],
+        offset_padding: usize,
+        dim_offsets: &[usize],
+        strides: &[usize],
+    ) -> Result<BlockingDesc> {
+        let n = blk_dims.len();
+        if n > 2 * MAX_RANK {
+            return Err(err!(Shape, "{n} blocked dims are too many (at most {})", 2 * MAX_RANK));
+        }
+        if order.len() != n {
+            return Err(err!(Shape, "order has {} entries for {n} blocked dims", order.len()));
+        }
+        if strides.len() != n {
+            return Err(err!(Shape, "{} strides given for {n} blocked dims", strides.len()));
+        }
+        let offsets = if dim_offsets.is_empty() { vec![0; n] } else { dim_offsets.to_vec() };
+        if offsets.len() != n {
+            return Err(err!(Shape, "{} dim offsets given for {n} blocked dims", offsets.len()));
+        }
+        dense_strides(blk_dims)?;
+        for i in (0..n).rev() {
+            let min = if i + 1 == n { 1 } else { strides[i + 1].saturating_mul(blk_dims[i + 1].max(1)) };
+            if strides[i] < min {
+                return Err(err!(
+                    Shape,
+                    "strides {strides:?} are not at least dense for blocked dims {blk_dims:?} (stride {i} must be >= {min})"
+                ));
+            }
+        }
+        let b = BlockingDesc { blk_dims: blk_dims.to_vec(), order: order.to_vec(), offset_padding, offsets_to_data: offsets, strides: strides.to_vec() };
+        b.span()?;
+        Ok(b)
+    }
+
+    /// The blocked dims, outermost first.
+    pub fn blk_dims(&self) -> &[usize] {
+        &self.blk_dims
+    }
+
+    /// Which logical dim each blocked dim belongs to.
+    pub fn order(&self) -> &[usize] {
+        &self.order
+    }
+
+    /// Elements before the data.
+    pub fn offset_padding(&self) -> usize {
+        self.offset_padding
+    }
+
+    /// Per-blocked-dim offsets to the data (a region's start).
+    pub fn offsets_to_data(&self) -> &[usize] {
+        &self.offsets_to_data
+    }
+
+    /// Strides of the blocked dims, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// Elements of memory the described data reaches (0 when empty).
+    pub fn span(&self) -> Result<usize> {
+        if self.blk_dims.contains(&0) {
+            return Ok(0);
+        }
+        let mut end = self.offset_padding;
+        for i in 0..self.blk_dims.len() {
+            let last = (self.blk_dims[i] - 1)
+                .checked_add(self.offsets_to_data[i])
+                .and_then(|v| v.checked_mul(self.strides[i]))
+                .ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))?;
+            end = end.checked_add(last).ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))?;
+        }
+        end.checked_add(1).filter(|&e| i64::try_from(e).is_ok()).ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))
+    }
+
+    /// True for the plain dense row-major blocking of `dims`.
+    pub fn is_default_for(&self, dims: &[usize]) -> bool {
+        self.order.iter().copied().eq(0..dims.len())
+            && self.blk_dims == dims
+            && self.offset_padding == 0
+            && self.offsets_to_data.iter().all(|&o| o == 0)
+            && dense_strides(dims).is_ok_and(|s| s == self.strides || dims.contains(&0) || dims.iter().product::<usize>() <= 1)
+    }
+}
+
+/// dtype + logical dims + layout + blocking (OpenVINO `TensorDesc`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorDesc {
+    dtype: DType,
+    dims: Vec<usize>,
+    layout: Layout,
+    blocking: BlockingDesc,
+}
+
+impl TensorDesc {
+    /// A desc with a named layout (ANY and BLOCKED mean row-major).
+    pub fn new(dtype: DType, dims: &[usize], layout: Layout) -> Result<TensorDesc> {
+        check_rank(dims)?;
+        check_layout_rank(layout, dims.len())?;
+        let order = layout.order(dims.len());
+        let blk: Vec<usize> = order.iter().map(|&d| dims[d]).collect();
+        Ok(TensorDesc { dtype, dims: dims.to_vec(), layout, blocking: BlockingDesc::new(&blk, &order)? })
+    }
+
+    /// The default dense row-major desc of `dims`.
+    pub fn dense(dtype: DType, dims: &[usize]) -> Result<TensorDesc> {
+        TensorDesc::new(dtype, dims, layout_by_dims(dims.len()))
+    }
+
+    /// A desc with an explicit blocking; the layout is inferred as OpenVINO
+    /// does (order {0,2,3,1} on rank 4 is NHWC; anything blocked is BLOCKED).
+    pub fn with_blocking(dtype: DType, dims: &[usize], blocking: BlockingDesc) -> Result<TensorDesc> {
+        check_rank(dims)?;
+        let rank = dims.len();
+        let b = &blocking;
+        if b.order.len() < rank {
+            return Err(err!(Shape, "order {:?} covers fewer dims than the rank {rank}", b.order));
+        }
+        for d in 0..rank {
+            let mut product: usize = 1;
+            let mut seen = 0;
+            for (i, &o) in b.order.iter().enumerate() {
+                if o == d {
+                    seen += 1;
+                    product = product.saturating_mul(b.blk_dims[i]);
+                }
+            }
+            if seen == 0 {
+                return Err(err!(Shape, "order {:?} leaves out dim {d}", b.order));
+            }
+            if product < dims[d] {
+                return Err(err!(
+                    Shape,
+                    "blocked dims {:?} hold {product} along dim {d}, fewer than its {} elements",
+                    b.blk_dims,
+                    dims[d]
+                ));
+            }
+        }
+        if let Some(&bad) = b.order.iter().find(|&&o| o >= rank) {
+            return Err(err!(OutOfRange, "order entry {bad} is out of range for rank {rank}"));
+        }
+        let layout = infer_layout(dims, b);
+        Ok(TensorDesc { dtype, dims: dims.to_vec(), layout, blocking })
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The logical dims.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The blocking.
+    pub fn blocking(&self) -> &BlockingDesc {
+        &self.blocking
+    }
+
+    /// Number of logical elements.
+    pub fn count(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    /// Elements of memory a blob with this desc needs.
+    pub fn span(&self) -> Result<usize> {
+        if self.count() == 0 {
+            return Ok(0);
+        }
+        self.blocking.span()
+    }
+
+    /// True for the default dense row-major desc (what plain blobs have).
+    pub fn is_dense(&self) -> bool {
+        self.blocking.is_default_for(&self.dims)
+    }
+
+    /// True when every logical dim appears once in the order (no blocks):
+    /// the data is a strided view NumPy can describe.
+    pub fn is_planar(&self) -> bool {
+        self.blocking.order.len() == self.dims.len()
+    }
+
+    /// OpenVINO `offset(v)`: the memory offset, in elements, of the element
+    /// at logical index `index`.
+    pub fn offset_index(&self, index: &[usize]) -> Result<usize> {
+        if index.len() != self.dims.len() {
+            return Err(err!(OutOfRange, "{} indices given for rank {}", index.len(), self.dims.len()));
+        }
+        if let Some(a) = (0..index.len()).find(|&a| index[a] >= self.dims[a]) {
+            return Err(err!(OutOfRange, "index {} is out of range for dim {a} of size {}", index[a], self.dims[a]));
+        }
+        let b = &self.blocking;
+        let mut v = index.to_vec();
+        let mut result = b.offset_padding;
+        for i in (0..b.blk_dims.len()).rev() {
+            let d = b.order[i];
+            let blk = b.blk_dims[i].max(1);
+            let shift = v[d] % blk;
+            v[d] /= blk;
+            result += (shift + b.offsets_to_data[i]) * b.strides[i];
+        }
+        Ok(result)
+    }
+
+    /// OpenVINO `offset(l)`: the offset of the `l`-th element in row-major
+    /// order of the logical dims.
+    pub fn offset_linear(&self, l: usize) -> Result<usize> {
+        let count = self.count();
+        if l >= count {
+            return Err(err!(OutOfRange, "element {l} is out of range for {count} elements"));
+        }
+        let mut idx = vec![0usize; self.dims.len()];
+        let mut rest = l;
+        for (i, &d) in idx.iter_mut().zip(&self.dims).rev() {
+            *i = rest % d;
+            rest /= d;
+        }
+        self.offset_index(&idx)
+    }
+
+    /// A dense desc with other dims (same count); refused for padded or
+    /// strided descs, whose memory the new dims could not describe.
+    pub fn reshape(&self, dims: &[usize], layout: Layout) -> Result<TensorDesc> {
+        let b = &self.blocking;
+        let padded = b.offset_padding != 0
+            || b.offsets_to_data.iter().any(|&o| o != 0)
+            || dense_strides(&b.blk_dims).map(|s| s != b.strides).unwrap_or(true)
+            || b.blk_dims.iter().product::<usize>() != self.count();
+        if padded {
+            return Err(err!(Shape, "cannot reshape a padded, strided or blocked desc ({}); reorder to a dense one first", self.layout));
+        }
+        check_rank(dims)?;
+        let count: usize = dims.iter().product();
+        if count != self.count() {
+            return Err(err!(Shape, "reshape keeps the element count: {:?} has {}, {dims:?} has {count}", self.dims, self.count()));
+        }
+        let layout = if layout == Layout::Any { layout_by_dims(dims.len()) } else { layout };
+        TensorDesc::new(self.dtype, dims, layout)
+    }
+
+    /// OpenVINO `setLayout`: the same dims in another named layout (the
+    /// blocking is rebuilt); the layout must fit the rank.
+    pub fn set_layout(&mut self, layout: Layout) -> Result<()> {
+        *self = TensorDesc::new(self.dtype, &self.dims, layout)?;
+        Ok(())
+    }
+
+    /// The desc of the region `[begin, end)` of this one: the same strides,
+    /// the start moved through `offsets_to_data` (once). Planar descs only.
+    pub fn region(&self, begin: &[usize], end: &[usize]) -> Result<TensorDesc> {
+        let rank = self.dims.len();
+        if begin.len() != rank || end.len() != rank {
+            return Err(err!(OutOfRange, "region bounds of {} and {} entries for rank {rank}", begin.len(), end.len()));
+        }
+        for a in 0..rank {
+            if begin[a] > end[a] || end[a] > self.dims[a] {
+                return Err(err!(OutOfRange, "region [{}, {}) is out of range for dim {a} of size {}", begin[a], end[a], self.dims[a]));
+            }
+        }
+        if !self.is_planar() {
+            return Err(err!(Unsupported, "regions of blocked layouts ({}) are not supported; reorder to a planar layout first", self.layout));
+        }
+        let dims: Vec<usize> = (0..rank).map(|a| end[a] - begin[a]).collect();
+        let b = &self.blocking;
+        let blk: Vec<usize> = b.order.iter().map(|&d| dims[d]).collect();
+        let offs: Vec<usize> = b.order.iter().zip(&b.offsets_to_data).map(|(&d, &o)| o + begin[d]).collect();
+        let blocking = BlockingDesc { blk_dims: blk, order: b.order.clone(), offset_padding: b.offset_padding, offsets_to_data: offs, strides: b.strides.clone() };
+        let layout = if self.layout == Layout::Blocked { Layout::Blocked } else { infer_layout(&dims, &blocking) };
+        Ok(TensorDesc { dtype: self.dtype, dims, layout: if self.layout == Layout::Any { Layout::Any } else { layout }, blocking })
+    }
+
+    /// For planar descs: the element strides of the logical dims and the
+    /// offset of element 0 (what NumPy needs to view the data).
+    pub fn planar_strides(&self) -> Option<(Vec<usize>, usize)> {
+        if !self.is_planar() {
+            return None;
+        }
+        let b = &self.blocking;
+        let mut strides = vec![0usize; self.dims.len()];
+        let mut base = b.offset_padding;
+        for (i, &d) in b.order.iter().enumerate() {
+            strides[d] = b.strides[i];
+            base += b.offsets_to_data[i] * b.strides[i];
+        }
+        Some((strides, base))
+    }
+}
+
+impl fmt::Display for TensorDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TensorDesc({}, {:?}, {}", self.dtype, self.dims, self.layout)?;
+        if self.layout == Layout::Blocked {
+            write!(f, ", blk_dims={:?}, order={:?}", self.blocking.blk_dims, self.blocking.order)?;
+        }
+        write!(f, ")")
+    }
+}
+
+fn check_rank(dims: &[usize]) -> Result<()> {
+    crate::shape::Shape::new(dims).map(|_| ())
+}
+
+fn check_layout_rank(layout: Layout, rank: usize) -> Result<()> {
+    match layout.rank() {
+        Some(r) if r != rank => Err(err!(Shape, "layout {layout} needs rank {r}, not {rank}")),
+        _ => Ok(()),
+    }
+}
+
+/// OpenVINO's layout inference from a blocking.
+fn infer_layout(dims: &[usize], b: &BlockingDesc) -> Layout {
+    let rank = dims.len();
+    if b.order.len() != rank {
+        return Layout::Blocked;
+    }
+    let identity = b.order.iter().copied().eq(0..rank);
+    if identity {
+        return layout_by_dims(rank);
+    }
+    match (rank, b.order.as_slice()) {
+        (4, [0, 2, 3, 1]) => Layout::Nhwc,
+        (5, [0, 2, 3, 4, 1]) => Layout::Ndhwc,
+        (3, [1, 2, 0]) => Layout::Hwc,
+        (2, [1, 0]) => Layout::Cn,
+        _ => Layout::Blocked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_blocked_offsets() {
+        // ../shared/seeds/openvino-memory-primitives.md, example 4.
+        let blk = BlockingDesc::new(&[1, 4, 20, 20, 8], &[0, 1, 2, 3, 1]).unwrap();
+        let t = TensorDesc::with_blocking(DType::F32, &[1, 25, 20, 20], blk).unwrap();
+        assert_eq!(t.layout(), Layout::Blocked);
+        assert_eq!(t.offset_linear(0).unwrap(), 0);
+        assert_eq!(t.offset_linear(1).unwrap(), 8);
+        assert_eq!(t.offset_index(&[0, 0, 0, 2]).unwrap(), 16);
+        assert_eq!(t.offset_index(&[0, 1, 0, 2]).unwrap(), 17);
+        assert_eq!(t.span().unwrap(), 4 * 20 * 20 * 8);
+        // Channel 9 is in the second block of 8, lane 1.
+        assert_eq!(t.offset_index(&[0, 9, 0, 0]).unwrap(), 3200 + 1);
+        assert_eq!(t.offset_index(&[0, 25, 0, 0]).unwrap_err().code(), 6);
+    }
+
+    #[test]
+    fn seed_nhwc_both_ways_and_layout_inference() {
+        let a = TensorDesc::with_blocking(DType::F32, &[1, 25, 20, 20], BlockingDesc::new(&[1, 20, 20, 25], &[0, 2, 3, 1]).unwrap()).unwrap();
+        let b = TensorDesc::new(DType::F32, &[1, 25, 20, 20], Layout::Nhwc).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.layout(), Layout::Nhwc);
+        // (n, c, h, w) -> ((n*H + h)*W + w)*C + c
+        assert_eq!(a.offset_index(&[0, 3, 2, 1]).unwrap(), (2 * 20 + 1) * 25 + 3);
+        for (order, layout) in [
+            (vec![0, 1, 2, 3], Layout::Nchw),
+            (vec![0, 2, 3, 4, 1], Layout::Ndhwc),
+            (vec![1, 2, 0], Layout::Hwc),
+            (vec![1, 0], Layout::Cn),
+            (vec![0, 1, 2], Layout::Chw),
+            (vec![0, 3, 1, 2], Layout::Blocked),
+        ] {
+            let dims: Vec<usize> = (0..order.len()).map(|i| i + 2).collect();
+            let blk: Vec<usize> = order.iter().map(|&d| dims[d]).collect();
+            let t = TensorDesc::with_blocking(DType::F32, &dims, BlockingDesc::new(&blk, &order).unwrap()).unwrap();
+            assert_eq!(t.layout(), layout, "order {order:?}");
+        }
+    }
+
+    #[test]
+    fn layout_by_dims_follows_the_sources() {
+        let got: Vec<Layout> = (0..8).map(layout_by_dims).collect();
+        use Layout::*;
+        assert_eq!(got, [Scalar, C, Nc, Chw, Nchw, Ncdhw, Blocked, Blocked]);
+        assert_eq!(Layout::from_code(200).unwrap(), Blocked);
+        assert_eq!(Layout::from_code(5).unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn validation() {
+        // strides must be at least dense
+        assert!(BlockingDesc::with_strides(&[2, 3], &[0, 1], 0, &[], &[3, 1]).is_ok());
+        assert!(BlockingDesc::with_strides(&[2, 3], &[0, 1], 0, &[], &[4, 1]).is_ok());
+        assert_eq!(BlockingDesc::with_strides(&[2, 3], &[0, 1], 0, &[], &[2, 1]).unwrap_err().code(), 4);
+        assert_eq!(BlockingDesc::with_strides(&[2, 3], &[0, 1], 0, &[], &[3, 0]).unwrap_err().code(), 4);
+        assert_eq!(BlockingDesc::new(&[2, 3], &[0]).unwrap_err().code(), 4);
+        // blocks must cover the dims, and every dim must appear
+        let small = BlockingDesc::new(&[1, 3, 8], &[0, 1, 1]).unwrap();
+        assert_eq!(TensorDesc::with_blocking(DType::F32, &[1, 25], small).unwrap_err().code(), 4);
+        let missing = BlockingDesc::new(&[4], &[0]).unwrap();
+        assert_eq!(TensorDesc::with_blocking(DType::F32, &[4, 1], missing).unwrap_err().code(), 4);
+        let out = BlockingDesc::new(&[4, 1], &[0, 2]).unwrap();
+        assert!(TensorDesc::with_blocking(DType::F32, &[4, 1], out).is_err());
+        // layouts must fit the rank
+        assert_eq!(TensorDesc::new(DType::F32, &[2, 3], Layout::Nchw).unwrap_err().code(), 4);
+        let mut t = TensorDesc::new(DType::F32, &[1, 2, 3, 4], Layout::Nchw).unwrap();
+        assert_eq!(t.set_layout(Layout::Chw).unwrap_err().code(), 4);
+        assert_eq!(t.layout(), Layout::Nchw, "a failed set_layout changes nothing");
+        t.set_layout(Layout::Nhwc).unwrap();
+        assert_eq!(t.blocking().blk_dims(), [1, 3, 4, 2]);
+    }
+
+    #[test]
+    fn reshape_is_refused_for_padded_descs() {
+        let t = TensorDesc::new(DType::F32, &[2, 3, 4, 5], Layout::Nchw).unwrap();
+        let r = t.reshape(&[6, 20], Layout::Any).unwrap();
+        assert_eq!(r.layout(), Layout::Nc);
+        assert_eq!(t.reshape(&[7], Layout::Any).unwrap_err().code(), 4);
+        let padded = TensorDesc::with_blocking(DType::F32, &[2, 3], BlockingDesc::with_offsets(&[2, 3], &[0, 1], 5, &[]).unwrap()).unwrap();
+        assert_eq!(padded.reshape(&[6], Layout::Any).unwrap_err().code(), 4);
+        let blocked = TensorDesc::with_blocking(DType::F32, &[1, 5], BlockingDesc::new(&[1, 1, 8], &[0, 1, 1]).unwrap()).unwrap();
+        assert_eq!(blocked.reshape(&[5], Layout::Any).unwrap_err().code(), 4);
+    }
+
+    #[test]
+    fn regions_count_their_start_once() {
+        let t = TensorDesc::new(DType::F32, &[2, 3, 4, 5], Layout::Nhwc).unwrap();
+        let r = t.region(&[1, 1, 2, 3], &[2, 3, 4, 5]).unwrap();
+        assert_eq!(r.dims(), [1, 2, 2, 2]);
+        for idx in [[0, 0, 0, 0], [0, 1, 1, 1], [0, 0, 1, 0]] {
+            let parent: Vec<usize> = idx.iter().zip([1, 1, 2, 3]).map(|(i, b)| i + b).collect();
+            assert_eq!(r.offset_index(&idx).unwrap(), t.offset_index(&parent).unwrap());
+        }
+        assert_eq!(t.region(&[0, 0, 0, 0], &[3, 3, 4, 5]).unwrap_err().code(), 6);
+        let blocked = TensorDesc::with_blocking(DType::F32, &[1, 5], BlockingDesc::new(&[1, 1, 8], &[0, 1, 1]).unwrap()).unwrap();
+        assert_eq!(blocked.region(&[0, 0], &[1, 2]).unwrap_err().code(), 13);
+    }
+}
