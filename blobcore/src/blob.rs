@@ -14,6 +14,7 @@
 use crate::dtype::{DType, Element};
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
+use crate::layout::TensorDesc;
 use crate::shape::{BlobDim, Shape};
 use crate::storage::{Borrow, Head, ReleaseFn, Storage};
 use std::fmt;
@@ -47,6 +48,9 @@ pub(crate) struct State {
     /// Elements available from `offset` (Caffe's capacity).
     pub(crate) capacity: usize,
     pub(crate) view: Option<View>,
+    /// A non-default layout (blocked, strided, padded, a region); None for
+    /// dense row-major data, which is what every fast path assumes.
+    pub(crate) desc: Option<TensorDesc>,
 }
 
 pub(crate) struct View {
@@ -60,6 +64,8 @@ pub(crate) enum ViewKind {
     Window { pos: usize, rows: usize, row: usize },
     /// A Serrano slice by these leading indices.
     Slice { index: Vec<usize> },
+    /// An OpenVINO region (ROI) starting at this logical index.
+    Region { begin: Vec<usize> },
 }
 
 /// An entry of the LIFO buffer stack (see `buffer.rs`).
@@ -74,6 +80,9 @@ pub(crate) struct HeldBuffer {
 /// A snapshot of where a blob's elements are: what every operation works on.
 #[derive(Clone)]
 pub(crate) struct Region {
+    /// False for blobs with a non-default layout: such a region refuses
+    /// dense access (see [`Region::checked_range`]).
+    pub(crate) dense: bool,
     pub(crate) storage: Arc<Storage>,
     /// In elements.
     pub(crate) offset: usize,
@@ -119,6 +128,9 @@ impl Region {
     }
 
     fn checked_range(&self) -> Result<(usize, usize)> {
+        if !self.dense {
+            return Err(needs_dense());
+        }
         let (s, e) = self.byte_range();
         if e > self.storage.len() {
             return Err(err!(Internal, "region [{s}, {e}) exceeds storage of {} bytes", self.storage.len()));
@@ -165,6 +177,9 @@ impl Blob {
     /// ones take a registered borrow so that no lock is held while working.
     pub(crate) fn with_write<R>(&self, f: impl FnOnce(&mut HostMut) -> R) -> Result<R> {
         let st = self.state();
+        if st.desc.is_some() {
+            return Err(needs_dense());
+        }
         let es = self.inner.dtype.size();
         let (start, len) = (st.offset * es, st.shape.count() * es);
         if len <= SMALL_BYTES {
@@ -176,7 +191,7 @@ impl Blob {
                 f(&mut h)
             });
         }
-        let region = Region { storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype };
+        let region = Region { dense: true, storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype };
         drop(st);
         Ok(f(&mut region.into_write()?))
     }
@@ -185,6 +200,9 @@ impl Blob {
     /// [`Blob::with_write`], for reading).
     pub(crate) fn with_read<R>(&self, f: impl FnOnce(&HostRef) -> R) -> Result<R> {
         let st = self.state();
+        if st.desc.is_some() {
+            return Err(needs_dense());
+        }
         let es = self.inner.dtype.size();
         let (start, len) = (st.offset * es, st.shape.count() * es);
         if len <= SMALL_BYTES {
@@ -194,7 +212,7 @@ impl Blob {
                 f(&h)
             });
         }
-        let region = Region { storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype };
+        let region = Region { dense: true, storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype };
         drop(st);
         Ok(f(&region.into_read()?))
     }
@@ -278,8 +296,25 @@ impl Blob {
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
         let bytes = shape.byte_size(dtype)?;
         let capacity = shape.count();
-        let state = State { shape, storage: Storage::lazy(bytes), offset: 0, capacity, view: None };
+        let state = State { shape, storage: Storage::lazy(bytes), offset: 0, capacity, view: None, desc: None };
         Ok(Blob::from_parts(engine, dtype, state, companion))
+    }
+
+    /// A blob laid out as `desc` says (OpenVINO `make_shared_blob(desc)`):
+    /// its memory is sized by the blocked dims and strides, padding
+    /// included, and reads as zeros. A dense row-major desc gives a plain blob.
+    pub fn with_desc(engine: &Engine, desc: &TensorDesc) -> Result<Blob> {
+        let shape = Shape::new(desc.dims())?;
+        if desc.is_dense() {
+            return Blob::new(engine, desc.dtype(), shape);
+        }
+        let span = desc.span()?;
+        let bytes = span
+            .checked_mul(desc.dtype().size())
+            .filter(|&b| isize::try_from(b).is_ok())
+            .ok_or_else(|| err!(Shape, "{desc} needs more memory than can be addressed"))?;
+        let state = State { capacity: shape.count(), shape, storage: Storage::lazy(bytes), offset: 0, view: None, desc: Some(desc.clone()) };
+        Ok(Blob::from_parts(engine, desc.dtype(), state, false))
     }
 
     /// A blob of this shape on `engine`. Nothing is allocated until the
@@ -393,7 +428,7 @@ impl Blob {
         // SAFETY: forwarded from this function's contract.
         let storage = unsafe { Storage::external(ptr, byte_len, release) };
         let capacity = byte_len / dtype.size();
-        let state = State { shape, storage, offset: 0, capacity, view: None };
+        let state = State { shape, storage, offset: 0, capacity, view: None, desc: None };
         Ok(Blob::from_parts(engine, dtype, state, false))
     }
 
@@ -412,9 +447,9 @@ impl Blob {
         write_lock(&self.inner.state)
     }
 
-    pub(crate) fn region(&self) -> Region {
+    pub(crate) fn snapshot(&self) -> Region {
         let st = self.state();
-        Region { storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype }
+        Region { dense: st.desc.is_none(), storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype }
     }
 
     pub(crate) fn check_dtype<T: Element>(&self) -> Result<()> {
@@ -476,6 +511,32 @@ impl Blob {
     /// Size of the data in bytes.
     pub fn byte_size(&self) -> usize {
         self.count() * self.dtype().size()
+    }
+
+    /// The blob's layout: dtype, logical dims and blocking (the default is
+    /// dense row-major with the layout `layout_by_dims` gives).
+    pub fn desc(&self) -> TensorDesc {
+        let st = self.state();
+        match &st.desc {
+            Some(d) => d.clone(),
+            // A Shape is always a valid dense desc (rank and count checked).
+            None => TensorDesc::dense(self.dtype(), st.shape.dims()).unwrap_or_else(|_| unreachable_desc()),
+        }
+    }
+
+    /// The blob's layout (OpenVINO's enum).
+    pub fn layout(&self) -> crate::layout::Layout {
+        let st = self.state();
+        match &st.desc {
+            Some(d) => d.layout(),
+            None => crate::layout::layout_by_dims(st.shape.rank()),
+        }
+    }
+
+    /// True for dense row-major data (what every operation accepts);
+    /// false for blocked, strided, padded layouts and regions.
+    pub fn is_dense(&self) -> bool {
+        self.state().desc.is_none()
     }
 
     /// True when the blob's elements take at most 16 KiB, so that a
@@ -579,7 +640,7 @@ impl Blob {
 
     /// True when the two blobs' data share at least one byte of memory.
     pub fn shares_memory(&self, other: &Blob) -> bool {
-        self.region().overlaps(&other.region())
+        self.snapshot().overlaps(&other.snapshot())
     }
 
     // ------------------------------------------------------------ shape changes
@@ -606,6 +667,9 @@ impl Blob {
         shape.byte_size(self.dtype())?;
         let diff = mutex(&self.inner.diff).clone();
         let mut st = self.state_mut();
+        if st.desc.is_some() {
+            return Err(err!(Unsupported, "cannot reshape a blob with a non-default layout; reorder it into a dense blob first"));
+        }
         if st.view.is_some() && shape.count() != st.shape.count() {
             return Err(err!(
                 InvalidArgument,
@@ -655,6 +719,9 @@ impl Blob {
         let shape = Shape::new(dims)?;
         let diff = mutex(&self.inner.diff).clone();
         let mut st = self.state_mut();
+        if st.desc.is_some() {
+            return Err(err!(Unsupported, "cannot reinterpret a blob with a non-default layout; reorder it into a dense blob first"));
+        }
         if shape.count() != st.shape.count() {
             return Err(err!(
                 Shape,
@@ -686,7 +753,10 @@ impl Blob {
         if self.dtype() != other.dtype() {
             return Err(err!(DType, "cannot share {} memory with a {} blob", other.dtype(), self.dtype()));
         }
-        let src = other.region();
+        let src = other.snapshot();
+        if !src.dense || self.state().desc.is_some() {
+            return Err(needs_dense());
+        }
         let mut st = self.state_mut();
         if st.view.is_some() {
             return Err(err!(InvalidArgument, "a view cannot share another blob's memory"));
@@ -754,6 +824,20 @@ impl fmt::Debug for Blob {
 }
 
 /// Checks that an `i64` from a caller is a non-negative count or position.
+#[cold]
+fn unreachable_desc() -> TensorDesc {
+    // Only reachable if Shape's invariants (rank <= 32, count fits i64) broke.
+    TensorDesc::new(DType::U8, &[], crate::layout::Layout::Scalar).unwrap_or_else(|_| panic!("a scalar desc is always valid"))
+}
+
+/// The error of dense-only operations on blobs with another layout.
+pub(crate) fn needs_dense() -> crate::Error {
+    err!(
+        Unsupported,
+        "this operation needs dense row-major data, but the blob has a blocked, strided or padded layout; reorder it into a dense blob first (reorder_from)"
+    )
+}
+
 pub(crate) fn non_negative(v: i64, what: &str) -> Result<usize> {
     usize::try_from(v).map_err(|_| err!(OutOfRange, "{what} {v} is negative"))
 }

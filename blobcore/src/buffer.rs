@@ -35,7 +35,7 @@ impl Blob {
     /// alive). Rust callers should prefer [`Blob::buffer`].
     pub fn get_buffer(&self, pos: i64, size: i64, exchange: bool) -> Result<NonNull<u8>> {
         let (pos, size) = self.buffer_range(pos, size)?;
-        let region = self.region();
+        let region = self.snapshot();
         let base = if exchange { region.storage.host_read()? } else { region.storage.host_write()? };
         let byte_off = (region.offset + pos) * self.dtype().size();
         if byte_off + size * self.dtype().size() > region.storage.len() {
@@ -92,7 +92,7 @@ impl Blob {
 
     fn range_region(&self, pos: i64, size: i64) -> Result<crate::blob::Region> {
         let (pos, size) = self.buffer_range(pos, size)?;
-        let mut region = self.region();
+        let mut region = self.snapshot();
         region.offset += pos;
         region.shape = Shape::new(&[size])?;
         Ok(region)
@@ -125,14 +125,14 @@ impl Blob {
     /// Read access to all the data, shaped like the blob.
     pub fn read<T: Element>(&self) -> Result<ReadGuard<T>> {
         self.check_dtype::<T>()?;
-        let region = self.region();
+        let region = self.snapshot();
         Ok(ReadGuard { shape: region.shape.dims().to_vec(), host: region.into_read()?, _t: PhantomData })
     }
 
     /// Write access to all the data, shaped like the blob.
     pub fn write<T: Element>(&self) -> Result<WriteGuard<T>> {
         self.check_dtype::<T>()?;
-        let region = self.region();
+        let region = self.snapshot();
         Ok(WriteGuard { shape: region.shape.dims().to_vec(), host: region.into_write()?, _t: PhantomData })
     }
 

@@ -84,7 +84,7 @@ impl Blob {
     /// Exports all elements, shaped like the blob. The host copy becomes
     /// current and the head moves to the host (the consumer may write).
     pub fn export(&self) -> Result<Export> {
-        let region = self.region();
+        let region = self.snapshot();
         let shape = region.shape.dims().to_vec();
         self.export_region(region.storage, region.offset, shape)
     }
@@ -93,7 +93,7 @@ impl Blob {
     pub fn export_range(&self, pos: i64, size: i64) -> Result<Export> {
         let pos = non_negative(pos, "export position")?;
         let size = non_negative(size, "export size")?;
-        let region = self.region();
+        let region = self.snapshot();
         let count = region.shape.count();
         if pos.checked_add(size).is_none_or(|end| end > count) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {count} elements"));

@@ -5,6 +5,7 @@
 //! bounds-checked, negative ones included.
 
 use crate::blob::{non_negative, Blob, State, View, ViewKind};
+use crate::layout::TensorDesc;
 use crate::error::{err, Result};
 use crate::shape::Shape;
 use std::sync::Arc;
@@ -15,6 +16,9 @@ impl Blob {
     /// parent's.
     pub fn window(&self, size: usize) -> Result<Blob> {
         let st = self.state();
+        if st.desc.is_some() {
+            return Err(err!(Unsupported, "windows need dense data; use region() on a blob with a non-default layout"));
+        }
         if st.shape.rank() == 0 {
             return Err(err!(Shape, "a window needs an axis 0, but this blob is a scalar"));
         }
@@ -33,6 +37,7 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Window { pos: 0, rows: size, row } }),
+            desc: None,
         };
         drop(st);
         Ok(self.derived(state))
@@ -43,6 +48,9 @@ impl Blob {
     /// to the rank (a scalar view).
     pub fn slice(&self, index: &[usize]) -> Result<Blob> {
         let st = self.state();
+        if st.desc.is_some() {
+            return Err(err!(Unsupported, "slices need dense data; use region() on a blob with a non-default layout"));
+        }
         let dims = st.shape.dims();
         if index.len() > dims.len() {
             return Err(err!(
@@ -60,9 +68,43 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset: st.offset + offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Slice { index: index.to_vec() } }),
+            desc: None,
         };
         drop(st);
         Ok(self.derived(state))
+    }
+
+    /// OpenVINO region (ROI): a view of elements `[begin, end)` along every
+    /// dim, sharing memory and keeping the original strides. Works on any
+    /// planar layout (regions of blocked layouts are `Unsupported`). A
+    /// region that is not the whole blob has a strided desc, so dense-only
+    /// operations refuse it; `reorder_from` and `copy_from` accept it.
+    pub fn region(&self, begin: &[usize], end: &[usize]) -> Result<Blob> {
+        let st = self.state();
+        let desc = match &st.desc {
+            Some(d) => d.clone(),
+            None => TensorDesc::dense(self.dtype(), st.shape.dims())?,
+        };
+        let r = desc.region(begin, end)?;
+        let shape = Shape::new(r.dims())?;
+        let state = State {
+            capacity: shape.count(),
+            shape,
+            storage: Arc::clone(&st.storage),
+            offset: st.offset,
+            view: Some(View { parent: self.clone(), kind: ViewKind::Region { begin: begin.to_vec() } }),
+            desc: if r.is_dense() { None } else { Some(r) },
+        };
+        drop(st);
+        Ok(self.derived(state))
+    }
+
+    /// A region's start in its parent (`None` for other blobs).
+    pub fn region_begin(&self) -> Option<Vec<usize>> {
+        match &self.state().view {
+            Some(View { kind: ViewKind::Region { begin }, .. }) => Some(begin.clone()),
+            _ => None,
+        }
     }
 
     /// The blob this view was made from (NeoML `GetParent`); `None` for a

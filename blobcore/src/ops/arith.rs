@@ -59,8 +59,8 @@ impl Blob {
         if self.dtype() != other.dtype() {
             return Err(err!(DType, "{name}: dtypes differ ({} and {})", self.dtype(), other.dtype()));
         }
-        let dst = self.region();
-        let src = other.region();
+        let dst = self.snapshot();
+        let src = other.snapshot();
         if dst.shape != src.shape {
             return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
         }

@@ -16,8 +16,12 @@ impl Blob {
         if self.dtype() != src.dtype() {
             return Err(err!(DType, "copy_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
         }
-        let d = self.region();
-        let s = src.region();
+        if !self.is_dense() || !src.is_dense() {
+            // Any layout on either side: a reorder does the copy.
+            return self.reorder_from(src);
+        }
+        let d = self.snapshot();
+        let s = src.snapshot();
         if d.shape != s.shape {
             return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
         }
@@ -77,7 +81,7 @@ impl Blob {
     /// Copies `src` into the blob; its length must equal the element count.
     pub fn copy_from_slice<T: Element>(&self, src: &[T]) -> Result<()> {
         self.check_dtype::<T>()?;
-        let mut w = self.region().into_write()?;
+        let mut w = self.snapshot().into_write()?;
         let dst = w.typed_mut::<T>();
         if dst.len() != src.len() {
             return Err(err!(
@@ -94,7 +98,7 @@ impl Blob {
     /// Copies the data into `dst`; its length must equal the element count.
     pub fn copy_to_slice<T: Element>(&self, dst: &mut [T]) -> Result<()> {
         self.check_dtype::<T>()?;
-        let r = self.region().into_read()?;
+        let r = self.snapshot().into_read()?;
         let src = r.typed::<T>();
         if dst.len() != src.len() {
             return Err(err!(
@@ -111,7 +115,7 @@ impl Blob {
     /// Copies raw bytes (native endianness) into the blob; the length must
     /// equal the blob's byte size exactly.
     pub fn copy_from_bytes(&self, src: &[u8]) -> Result<()> {
-        let mut w = self.region().into_write()?;
+        let mut w = self.snapshot().into_write()?;
         let dst = w.bytes_mut();
         if dst.len() != src.len() {
             return Err(err!(
@@ -139,7 +143,7 @@ impl Blob {
             return Err(err!(Shape, "{} strides given for a blob of rank {}", strides.len(), dims.len()));
         }
         let es = self.dtype().size();
-        let mut w = self.region().into_write()?;
+        let mut w = self.snapshot().into_write()?;
         let dst = w.bytes_mut();
         if dst.is_empty() {
             return Ok(());
@@ -180,7 +184,7 @@ impl Blob {
     /// Copies the data out as raw bytes; the length must equal the blob's
     /// byte size exactly.
     pub fn copy_to_bytes(&self, dst: &mut [u8]) -> Result<()> {
-        let r = self.region().into_read()?;
+        let r = self.snapshot().into_read()?;
         let src = r.bytes();
         if dst.len() != src.len() {
             return Err(err!(
@@ -197,7 +201,7 @@ impl Blob {
     /// The data as a `Vec` (row-major).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
-        Ok(self.region().into_read()?.typed::<T>().to_vec())
+        Ok(self.snapshot().into_read()?.typed::<T>().to_vec())
     }
 
     /// The data copied into an owned ndarray of the blob's shape.

@@ -23,7 +23,7 @@ impl Blob {
     }
 
     fn object_region(&self, n: i64) -> Result<crate::blob::Region> {
-        let mut region = self.region();
+        let mut region = self.snapshot();
         let count = region.shape.object_count()?;
         let size = region.shape.object_size()?;
         let idx = non_negative(n, "object index")?;

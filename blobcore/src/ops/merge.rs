@@ -197,8 +197,8 @@ fn object_plan(parts: &[Region], whole: &Region, op: &str) -> Result<Plan> {
 
 fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
     check_same_dtype(from, to, op)?;
-    let parts: Vec<Region> = from.iter().map(|b| b.region()).collect();
-    let whole = to.region();
+    let parts: Vec<Region> = from.iter().map(|b| b.snapshot()).collect();
+    let whole = to.snapshot();
     let plan = plan(&parts, &whole)?;
     if let Some(i) = parts.iter().position(|p| p.overlaps(&whole)) {
         return Err(err!(InvalidArgument, "{op}: blob {i} shares memory with the destination"));
@@ -212,8 +212,8 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Regi
 
 fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: impl Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
     check_same_dtype(to, from, op)?;
-    let parts: Vec<Region> = to.iter().map(|b| b.region()).collect();
-    let whole = from.region();
+    let parts: Vec<Region> = to.iter().map(|b| b.snapshot()).collect();
+    let whole = from.snapshot();
     let plan = plan(&parts, &whole)?;
     for (i, p) in parts.iter().enumerate() {
         if p.overlaps(&whole) {

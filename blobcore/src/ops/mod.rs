@@ -8,6 +8,7 @@ pub mod copy;
 pub mod fill;
 pub mod merge;
 pub mod reduce;
+pub mod reorder;
 pub mod transpose;
 
 use crate::blob::{HostMut, HostRef, Region};

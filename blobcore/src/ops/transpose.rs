@@ -152,8 +152,8 @@ impl Blob {
         if self.dtype() != src.dtype() {
             return Err(err!(DType, "transpose_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
         }
-        let s = src.region();
-        let d = self.region();
+        let s = src.snapshot();
+        let d = self.snapshot();
         let a = s.shape.canonical_axis(d1)?;
         let b = s.shape.canonical_axis(d2)?;
         let want = s.shape.swapped(a, b)?;

@@ -1,0 +1,374 @@
+//! reorder: copy between any two layouts of the same logical data
+//! (NCHW <-> NHWC <-> channel-blocked <-> strided regions).
+//!
+//! Both descs are turned into one list of axes over a common refinement of
+//! the logical dims (a dim blocked by `b` in either desc becomes an outer
+//! axis of `dim / b` and an inner axis of `b`, plus a tail when `b` does not
+//! divide it), each axis with a stride in the destination and one in the
+//! source. The axes run in destination order; when the innermost axes of
+//! both sides differ (a transpose such as NCHW -> NHWC) they are copied in
+//! small square tiles so that reads and writes both stay in cache. Large
+//! copies are split across threads along the outermost axis.
+
+use crate::blob::Blob;
+use crate::engine::cpu::PARALLEL_BYTES;
+use crate::error::{err, Result};
+use crate::layout::TensorDesc;
+use crate::storage::Borrow;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// One loop: `n` steps of `ds` elements in the destination and `ss` in the source.
+#[derive(Debug, Clone, Copy)]
+struct Axis {
+    n: usize,
+    ds: usize,
+    ss: usize,
+}
+
+/// How one logical dim is laid out: unblocked (`block` 1, `outer` stride)
+/// or split into blocks of `block` with `outer` and `inner` strides.
+#[derive(Debug, Clone, Copy)]
+struct DimLayout {
+    block: usize,
+    outer: usize,
+    inner: usize,
+}
+
+/// Per-dim layouts and the offset of element 0, relative to the blob's base.
+fn dim_layouts(desc: &TensorDesc) -> Result<(Vec<DimLayout>, usize)> {
+    let b = desc.blocking();
+    let mut base = b.offset_padding();
+    for (o, s) in b.offsets_to_data().iter().zip(b.strides()) {
+        base += o * s;
+    }
+    let mut out = Vec::with_capacity(desc.dims().len());
+    for d in 0..desc.dims().len() {
+        let pos: Vec<usize> = (0..b.order().len()).filter(|&i| b.order()[i] == d).collect();
+        out.push(match pos.as_slice() {
+            [i] => DimLayout { block: 1, outer: b.strides()[*i], inner: b.strides()[*i] },
+            [i0, i1] => DimLayout { block: b.blk_dims()[*i1].max(1), outer: b.strides()[*i0], inner: b.strides()[*i1] },
+            _ => {
+                return Err(err!(
+                    Unsupported,
+                    "reorder supports at most one level of blocking per dim; dim {d} is split {} times",
+                    pos.len()
+                ))
+            }
+        });
+    }
+    Ok((out, base))
+}
+
+/// Subproblems (destination offset, source offset, axes) covering every
+/// logical element exactly once.
+fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(usize, usize, Vec<Axis>)>> {
+    let mut parts: Vec<(usize, usize, Vec<Axis>)> = vec![(0, 0, Vec::new())];
+    for (d, &n) in dims.iter().enumerate() {
+        let (a, b) = (dst[d], src[d]);
+        if a.block > 1 && b.block > 1 && a.block != b.block {
+            return Err(err!(
+                Unsupported,
+                "reorder between blocks of {} and {} along dim {d} is not supported; reorder through a planar layout",
+                b.block,
+                a.block
+            ));
+        }
+        let blk = a.block.max(b.block);
+        if blk == 1 {
+            for p in &mut parts {
+                p.2.push(Axis { n, ds: a.outer, ss: b.outer });
+            }
+            continue;
+        }
+        // Strides of the outer (block) and inner (lane) axes on each side.
+        let side = |l: DimLayout| if l.block > 1 { (l.outer, l.inner) } else { (l.outer * blk, l.outer) };
+        let ((dso, dsi), (sso, ssi)) = (side(a), side(b));
+        let (full, rem) = (n / blk, n % blk);
+        let mut next = Vec::new();
+        for p in &parts {
+            if full > 0 {
+                let mut axes = p.2.clone();
+                axes.push(Axis { n: full, ds: dso, ss: sso });
+                axes.push(Axis { n: blk, ds: dsi, ss: ssi });
+                next.push((p.0, p.1, axes));
+            }
+            if rem > 0 {
+                let mut axes = p.2.clone();
+                axes.push(Axis { n: rem, ds: dsi, ss: ssi });
+                next.push((p.0 + full * dso, p.1 + full * sso, axes));
+            }
+        }
+        parts = next;
+    }
+    Ok(parts)
+}
+
+/// Drops unit axes, orders by destination stride (outermost first) and
+/// merges axes that are contiguous on both sides.
+fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
+    axes.retain(|a| a.n != 1);
+    axes.sort_by(|x, y| y.ds.cmp(&x.ds).then(y.ss.cmp(&x.ss)));
+    let mut out: Vec<Axis> = Vec::with_capacity(axes.len());
+    for a in axes {
+        if let Some(last) = out.last_mut() {
+            if last.ds == a.ds * a.n && last.ss == a.ss * a.n {
+                last.n *= a.n;
+                last.ds = a.ds;
+                last.ss = a.ss;
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Tile edge for the transposing kernel.
+const TILE: usize = 32;
+
+/// The copy of one subproblem, monomorphised per element size.
+struct Kernel<T> {
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Copy + Send + Sync> Kernel<T> {
+    /// Copies along `axes` (normalised) from `src` to `dst` (element pointers as usize).
+    ///
+    /// # Safety
+    /// Every offset the axes reach must be inside the borrowed memory of
+    /// both sides, distinct destination indices must map to distinct
+    /// destination elements, and both pointers must be aligned for `T`.
+    unsafe fn run(axes: &[Axis], dst: usize, src: usize, parallel: bool) {
+        let es = std::mem::size_of::<T>();
+        let Some(inner) = axes.last().copied() else {
+            // SAFETY: a single element, inside both memories by contract.
+            unsafe { *(dst as *mut T) = *(src as *const T) };
+            return;
+        };
+        // The transposing case: the source's contiguous axis is not the
+        // destination's innermost one.
+        let tile_axis = if inner.ss != 1 { axes.iter().position(|a| a.ss == 1) } else { None };
+        let outer: Vec<Axis> = axes[..axes.len() - 1]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != tile_axis)
+            .map(|(_, a)| *a)
+            .collect();
+        let t = tile_axis.map(|i| axes[i]);
+        let body = move |d: usize, s: usize| {
+            // SAFETY: forwarded from run's contract.
+            unsafe { Self::inner(inner, t, d, s) }
+        };
+        if parallel && !outer.is_empty() && outer[0].n > 1 {
+            let first = outer[0];
+            let rest = outer[1..].to_vec();
+            (0..first.n).into_par_iter().for_each(|k| {
+                let (d, s) = (dst + k * first.ds * es, src + k * first.ss * es);
+                odometer(&rest, es, d, s, &body);
+            });
+        } else {
+            odometer(&outer, es, dst, src, &body);
+        }
+    }
+
+    /// The innermost loops: a run (memcpy when contiguous on both sides),
+    /// or a tiled transpose between `inner` and the source-contiguous `t`.
+    ///
+    /// # Safety
+    /// As [`Kernel::run`].
+    unsafe fn inner(inner: Axis, t: Option<Axis>, dst: usize, src: usize) {
+        let es = std::mem::size_of::<T>();
+        let (d, s) = (dst as *mut T, src as *const T);
+        // SAFETY (whole body): offsets stay within the axes' extents, which
+        // the caller guarantees lie inside both memories.
+        unsafe {
+            match t {
+                None if inner.ds == 1 && inner.ss == 1 => std::ptr::copy_nonoverlapping(s as *const u8, d as *mut u8, inner.n * es),
+                None => {
+                    for j in 0..inner.n {
+                        *d.add(j * inner.ds) = *s.add(j * inner.ss);
+                    }
+                }
+                Some(t) => {
+                    for i0 in (0..t.n).step_by(TILE) {
+                        let i1 = (i0 + TILE).min(t.n);
+                        for j0 in (0..inner.n).step_by(TILE) {
+                            let j1 = (j0 + TILE).min(inner.n);
+                            for i in i0..i1 {
+                                let (dr, sr) = (d.add(i * t.ds), s.add(i * t.ss));
+                                for j in j0..j1 {
+                                    *dr.add(j * inner.ds) = *sr.add(j * inner.ss);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Calls `body` for every index of `axes` with the matching byte addresses.
+fn odometer(axes: &[Axis], es: usize, dst: usize, src: usize, body: &(impl Fn(usize, usize) + Sync)) {
+    match axes.split_first() {
+        None => body(dst, src),
+        Some((a, rest)) => {
+            for k in 0..a.n {
+                odometer(rest, es, dst + k * a.ds * es, src + k * a.ss * es, body);
+            }
+        }
+    }
+}
+
+/// What a reorder touches on one side: a borrow of the blob's whole span.
+struct Side {
+    _borrow: Borrow,
+    base: usize,
+    layouts: Vec<DimLayout>,
+}
+
+fn side(b: &Blob, exclusive: bool) -> Result<(Side, Arc<crate::storage::Storage>, usize, usize)> {
+    let st = b.state();
+    let desc = match &st.desc {
+        Some(d) => d.clone(),
+        None => TensorDesc::dense(b.dtype(), st.shape.dims())?,
+    };
+    let es = b.dtype().size();
+    let span = desc.span()?;
+    let (start, end) = (st.offset * es, (st.offset + span) * es);
+    let storage = Arc::clone(&st.storage);
+    drop(st);
+    let (layouts, rel) = dim_layouts(&desc)?;
+    let (borrow, ptr) = Arc::clone(&storage).acquire(start, end, exclusive, exclusive)?;
+    let base = ptr.as_ptr() as usize + start + rel * es;
+    Ok((Side { _borrow: borrow, base, layouts }, storage, start, end))
+}
+
+impl Blob {
+    /// Copies `src` into this blob, converting between any two layouts of
+    /// the same logical dims and dtype (NCHW, NHWC, channel-blocked,
+    /// strided regions ...). Padding of a blocked destination is left as it
+    /// is (zeros in a new blob). Cache-blocked and parallel for large blobs.
+    pub fn reorder_from(&self, src: &Blob) -> Result<()> {
+        if self.dtype() != src.dtype() {
+            return Err(err!(DType, "reorder: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+        }
+        let dims = self.dims();
+        if dims != src.dims() {
+            return Err(err!(Shape, "reorder: dims differ ({:?} and {:?})", dims, src.dims()));
+        }
+        if dims.iter().product::<usize>() == 0 {
+            return Ok(());
+        }
+        let es = self.dtype().size();
+        {
+            let (a, b) = (self.state(), src.state());
+            if Arc::ptr_eq(&a.storage, &b.storage) {
+                if a.offset == b.offset && a.desc == b.desc {
+                    return Ok(()); // the same elements in the same places
+                }
+                return Err(err!(InvalidArgument, "reorder: source and destination share memory; use a separate destination"));
+            }
+        }
+        let (s, _, _, _) = side(src, false)?;
+        let (d, _, _, _) = side(self, true)?;
+        let parts = plan(&dims, &d.layouts, &s.layouts)?;
+        let total = dims.iter().product::<usize>() * es;
+        let parallel = total >= PARALLEL_BYTES;
+        for (doff, soff, axes) in parts {
+            let axes = normalise(axes);
+            let (dp, sp) = (d.base + doff * es, s.base + soff * es);
+            // SAFETY: every index of the axes is a logical index of the
+            // blobs, whose offsets lie inside the spans borrowed above
+            // (exclusive for the destination, shared for the source, on
+            // different storages); valid descs map distinct indices to
+            // distinct elements; bases are element-aligned.
+            unsafe {
+                match es {
+                    1 => Kernel::<u8>::run(&axes, dp, sp, parallel),
+                    2 => Kernel::<u16>::run(&axes, dp, sp, parallel),
+                    4 => Kernel::<u32>::run(&axes, dp, sp, parallel),
+                    _ => Kernel::<u64>::run(&axes, dp, sp, parallel),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::layout::{BlockingDesc, Layout, TensorDesc};
+    use crate::{Blob, DType, Engine};
+
+    fn ramp(dims: &[usize]) -> Blob {
+        let n: usize = dims.iter().product();
+        let v: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        Blob::from_slice(&Engine::cpu(), dims, &v).unwrap()
+    }
+
+    /// Reads every logical element through the desc's offsets (the slow oracle).
+    fn logical(b: &Blob) -> Vec<f32> {
+        let desc = b.desc();
+        let dims = desc.dims().to_vec();
+        let mem = unsafe_mem(b);
+        let n: usize = dims.iter().product();
+        (0..n).map(|l| mem[desc.offset_linear(l).unwrap()]).collect()
+    }
+
+    /// The blob's whole storage from its base (an independent view of memory).
+    fn unsafe_mem(b: &Blob) -> Vec<f32> {
+        let st = b.state();
+        let p = st.storage.host_read().unwrap();
+        let n = st.storage.len() / 4 - st.offset;
+        // SAFETY: the storage holds len bytes; no writer is active in this test.
+        unsafe { std::slice::from_raw_parts((p.as_ptr() as *const f32).add(st.offset), n) }.to_vec()
+    }
+
+    #[test]
+    fn nchw_nhwc_blocked_round_trips() {
+        let dims = [2, 11, 5, 7];
+        let a = ramp(&dims);
+        let nhwc = Blob::with_desc(&Engine::cpu(), &TensorDesc::new(DType::F32, &dims, Layout::Nhwc).unwrap()).unwrap();
+        nhwc.reorder_from(&a).unwrap();
+        assert_eq!(logical(&nhwc), a.to_vec::<f32>().unwrap());
+        let blk = BlockingDesc::new(&[2, 2, 5, 7, 8], &[0, 1, 2, 3, 1]).unwrap();
+        let b8 = Blob::with_desc(&Engine::cpu(), &TensorDesc::with_blocking(DType::F32, &dims, blk).unwrap()).unwrap();
+        b8.reorder_from(&nhwc).unwrap();
+        assert_eq!(logical(&b8), a.to_vec::<f32>().unwrap());
+        let back = Blob::tensor(&Engine::cpu(), DType::F32, &dims).unwrap();
+        back.reorder_from(&b8).unwrap();
+        assert_eq!(back.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+        // dense-only operations refuse the blocked blob with a clear error
+        let e = b8.asum().unwrap_err();
+        assert_eq!(e.code(), 13);
+        assert!(e.to_string().contains("reorder"));
+        back.copy_from(&b8).unwrap();
+    }
+
+    #[test]
+    fn regions_reorder_and_keep_strides() {
+        let a = ramp(&[4, 6, 5]);
+        let r = a.region(&[1, 2, 1], &[3, 6, 4]).unwrap();
+        assert!(!r.is_dense());
+        let out = Blob::tensor(&Engine::cpu(), DType::F32, &[2, 4, 3]).unwrap();
+        out.reorder_from(&r).unwrap();
+        let all = a.to_vec::<f32>().unwrap();
+        let mut want = vec![];
+        for i in 1..3 {
+            for j in 2..6 {
+                for k in 1..4 {
+                    want.push(all[(i * 6 + j) * 5 + k]);
+                }
+            }
+        }
+        assert_eq!(out.to_vec::<f32>().unwrap(), want);
+        // writing into a region lands in the parent only inside it
+        let z = Blob::tensor(&Engine::cpu(), DType::F32, &[2, 4, 3]).unwrap();
+        r.reorder_from(&z).unwrap();
+        assert_eq!(a.asum().unwrap(), all.iter().sum::<f32>() as f64 - want.iter().sum::<f32>() as f64);
+        assert_eq!(r.fill(1.0).unwrap_err().code(), 13);
+        assert_eq!(a.reorder_from(&r).unwrap_err().code(), 4);
+    }
+}
