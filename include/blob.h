@@ -124,6 +124,57 @@
 // Host and device copies agree.
 #define BLOB_HEAD_SYNCED 3
 
+// Layout (OpenVINO's value): Any layout (dense row-major).
+#define BLOB_LAYOUT_ANY 0
+
+// Layout (OpenVINO's value): Batch, channels, height, width.
+#define BLOB_LAYOUT_NCHW 1
+
+// Layout (OpenVINO's value): Batch, height, width, channels.
+#define BLOB_LAYOUT_NHWC 2
+
+// Layout (OpenVINO's value): Batch, channels, depth, height, width.
+#define BLOB_LAYOUT_NCDHW 3
+
+// Layout (OpenVINO's value): Batch, depth, height, width, channels.
+#define BLOB_LAYOUT_NDHWC 4
+
+// Layout (OpenVINO's value): Weights.
+#define BLOB_LAYOUT_OIHW 64
+
+// Layout (OpenVINO's value): Grouped weights.
+#define BLOB_LAYOUT_GOIHW 65
+
+// Layout (OpenVINO's value): 3-D weights.
+#define BLOB_LAYOUT_OIDHW 66
+
+// Layout (OpenVINO's value): Grouped 3-D weights.
+#define BLOB_LAYOUT_GOIDHW 67
+
+// Layout (OpenVINO's value): Rank 0.
+#define BLOB_LAYOUT_SCALAR 95
+
+// Layout (OpenVINO's value): Rank 1.
+#define BLOB_LAYOUT_C 96
+
+// Layout (OpenVINO's value): Channels, height, width.
+#define BLOB_LAYOUT_CHW 128
+
+// Layout (OpenVINO's value): Height, width, channels.
+#define BLOB_LAYOUT_HWC 129
+
+// Layout (OpenVINO's value): Height, width.
+#define BLOB_LAYOUT_HW 192
+
+// Layout (OpenVINO's value): Batch, channels.
+#define BLOB_LAYOUT_NC 193
+
+// Layout (OpenVINO's value): Channels, batch.
+#define BLOB_LAYOUT_CN 194
+
+// Layout (OpenVINO's value): Described by its blocking (e.g. channels blocked by 8).
+#define BLOB_LAYOUT_BLOCKED 200
+
 // An n-dimensional blob (opaque; created by `blob_create_*`, freed by `blob_free`).
 typedef struct Blob Blob;
 
@@ -292,6 +343,38 @@ int32_t blob_load_npy(const struct BlobEngine *e, const char *path, struct Blob 
 
 // Saves a NumPy .npy file.
 int32_t blob_save_npy(const struct Blob *b, const char *path);
+
+// Creates a blob with logical `dims` laid out as the blocking (`blk_dims`,
+// `order`, `n_blk` entries each; dense strides): e.g. dims {1,25,20,20}
+// with blk_dims {1,4,20,20,8} and order {0,1,2,3,1} is channels blocked
+// by 8. Its memory is sized by the blocked dims (padding included).
+int32_t blob_create_desc(const struct BlobEngine *e,
+                         int32_t dtype,
+                         const int64_t *dims_ptr,
+                         size_t rank,
+                         const int64_t *blk_dims,
+                         const int64_t *order,
+                         size_t n_blk,
+                         struct Blob **out_blob);
+
+// The memory offset, in elements, of the element at logical `index`
+// (`n` = rank entries), following the blob's layout (OpenVINO `offset(v)`).
+int32_t blob_desc_offset(const struct Blob *b, const int64_t *idx, size_t n, int64_t *out_offset);
+
+// The blob's layout (`BLOB_LAYOUT_*`, OpenVINO's values).
+int32_t blob_layout(const struct Blob *b, int32_t *out_layout);
+
+// A region (ROI) view of `[begin, end)` along each of the `n` = rank
+// dims: shares memory, keeps the strides. Dense-only operations refuse it
+// (`BLOB_ERR_UNSUPPORTED`); `blob_reorder` and `blob_copy_from` accept it.
+int32_t blob_region(struct Blob *b,
+                    const int64_t *begin,
+                    const int64_t *end,
+                    size_t n,
+                    struct Blob **out_blob);
+
+// Copies `src` into `dst` converting between layouts (same dims and dtype).
+int32_t blob_reorder(struct Blob *dst, const struct Blob *src);
 
 // NeoML `MergeByDim` (numpy.concatenate) of `n` blobs into `to` along `axis`.
 int32_t blob_merge(const struct Blob *const *from, size_t n, int32_t axis, struct Blob *to);

@@ -36,6 +36,9 @@ impl Blob {
     pub fn get_buffer(&self, pos: i64, size: i64, exchange: bool) -> Result<NonNull<u8>> {
         let (pos, size) = self.buffer_range(pos, size)?;
         let region = self.snapshot();
+        if !region.dense {
+            return Err(crate::blob::needs_dense());
+        }
         let base = if exchange { region.storage.host_read()? } else { region.storage.host_write()? };
         let byte_off = (region.offset + pos) * self.dtype().size();
         if byte_off + size * self.dtype().size() > region.storage.len() {

@@ -27,6 +27,10 @@ pub struct Export {
     ptr: NonNull<u8>,
     dtype: DType,
     shape: Vec<usize>,
+    /// Byte strides; `None` for dense row-major.
+    strides: Option<Vec<isize>>,
+    /// Bytes from `ptr` to the end of the last element.
+    span: usize,
 }
 
 // SAFETY: the pointer is into memory kept alive by the storage Arc, which
@@ -57,13 +61,28 @@ impl Export {
         self.shape.iter().product()
     }
 
-    /// Size of the exported memory in bytes.
+    /// Size of the exported elements in bytes.
     pub fn byte_len(&self) -> usize {
         self.count() * self.dtype.size()
     }
 
-    /// Row-major strides in bytes (what NumPy and the buffer protocol use).
+    /// Bytes from the first element to the end of the last (equal to
+    /// [`Export::byte_len`] for dense exports).
+    pub fn byte_span(&self) -> usize {
+        self.span
+    }
+
+    /// True for dense row-major exports.
+    pub fn is_contiguous(&self) -> bool {
+        self.strides.is_none()
+    }
+
+    /// Strides in bytes (what NumPy and the buffer protocol use): row-major
+    /// for dense exports, the layout's strides for regions and strided layouts.
     pub fn byte_strides(&self) -> Vec<isize> {
+        if let Some(s) = &self.strides {
+            return s.clone();
+        }
         let mut strides = vec![0isize; self.shape.len()];
         let mut acc = self.dtype.size() as isize;
         for (s, &d) in strides.iter_mut().zip(&self.shape).rev() {
@@ -83,7 +102,34 @@ impl std::fmt::Debug for Export {
 impl Blob {
     /// Exports all elements, shaped like the blob. The host copy becomes
     /// current and the head moves to the host (the consumer may write).
+    /// Planar non-dense layouts (regions, NHWC ...) export their strides;
+    /// blocked layouts cannot be described by strides and are `Unsupported`.
     pub fn export(&self) -> Result<Export> {
+        let st = self.state();
+        if let Some(desc) = st.desc.clone() {
+            let Some((strides, base)) = desc.planar_strides() else {
+                return Err(err!(
+                    Unsupported,
+                    "a blocked layout ({}) cannot be exported as a strided array; reorder it into a dense blob first",
+                    desc.layout()
+                ));
+            };
+            let es = self.dtype().size();
+            let span = desc.span()?.saturating_sub(base) * es;
+            let start = (st.offset + base) * es;
+            let storage = Arc::clone(&st.storage);
+            drop(st);
+            if start + span > storage.len() {
+                return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
+            }
+            let host = storage.host_write()?;
+            // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
+            let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
+            let byte_strides = strides.iter().map(|&s| (s * es) as isize).collect();
+            let dims = desc.dims().to_vec();
+            return Ok(Export { _storage: storage, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span });
+        }
+        drop(st);
         let region = self.snapshot();
         let shape = region.shape.dims().to_vec();
         self.export_region(region.storage, region.offset, shape)
@@ -94,6 +140,9 @@ impl Blob {
         let pos = non_negative(pos, "export position")?;
         let size = non_negative(size, "export size")?;
         let region = self.snapshot();
+        if !region.dense {
+            return Err(crate::blob::needs_dense());
+        }
         let count = region.shape.count();
         if pos.checked_add(size).is_none_or(|end| end > count) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {count} elements"));
@@ -111,7 +160,7 @@ impl Blob {
         let base = storage.host_write()?;
         // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
-        Ok(Export { _storage: storage, ptr, dtype: self.dtype(), shape })
+        Ok(Export { _storage: storage, ptr, dtype: self.dtype(), shape, strides: None, span: len })
     }
 }
 

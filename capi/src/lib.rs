@@ -27,6 +27,7 @@ mod data;
 mod engine;
 mod formats;
 mod handles;
+mod layout;
 mod merge;
 mod ops;
 mod query;
@@ -106,6 +107,41 @@ pub const BLOB_HEAD_CPU: i32 = 1;
 pub const BLOB_HEAD_GPU: i32 = 2;
 /// Host and device copies agree.
 pub const BLOB_HEAD_SYNCED: i32 = 3;
+
+/// Layout (OpenVINO's value): Any layout (dense row-major).
+pub const BLOB_LAYOUT_ANY: i32 = 0;
+/// Layout (OpenVINO's value): Batch, channels, height, width.
+pub const BLOB_LAYOUT_NCHW: i32 = 1;
+/// Layout (OpenVINO's value): Batch, height, width, channels.
+pub const BLOB_LAYOUT_NHWC: i32 = 2;
+/// Layout (OpenVINO's value): Batch, channels, depth, height, width.
+pub const BLOB_LAYOUT_NCDHW: i32 = 3;
+/// Layout (OpenVINO's value): Batch, depth, height, width, channels.
+pub const BLOB_LAYOUT_NDHWC: i32 = 4;
+/// Layout (OpenVINO's value): Weights.
+pub const BLOB_LAYOUT_OIHW: i32 = 64;
+/// Layout (OpenVINO's value): Grouped weights.
+pub const BLOB_LAYOUT_GOIHW: i32 = 65;
+/// Layout (OpenVINO's value): 3-D weights.
+pub const BLOB_LAYOUT_OIDHW: i32 = 66;
+/// Layout (OpenVINO's value): Grouped 3-D weights.
+pub const BLOB_LAYOUT_GOIDHW: i32 = 67;
+/// Layout (OpenVINO's value): Rank 0.
+pub const BLOB_LAYOUT_SCALAR: i32 = 95;
+/// Layout (OpenVINO's value): Rank 1.
+pub const BLOB_LAYOUT_C: i32 = 96;
+/// Layout (OpenVINO's value): Channels, height, width.
+pub const BLOB_LAYOUT_CHW: i32 = 128;
+/// Layout (OpenVINO's value): Height, width, channels.
+pub const BLOB_LAYOUT_HWC: i32 = 129;
+/// Layout (OpenVINO's value): Height, width.
+pub const BLOB_LAYOUT_HW: i32 = 192;
+/// Layout (OpenVINO's value): Batch, channels.
+pub const BLOB_LAYOUT_NC: i32 = 193;
+/// Layout (OpenVINO's value): Channels, batch.
+pub const BLOB_LAYOUT_CN: i32 = 194;
+/// Layout (OpenVINO's value): Described by its blocking (e.g. channels blocked by 8).
+pub const BLOB_LAYOUT_BLOCKED: i32 = 200;
 
 /// The calling thread's last error message; an empty string after a
 /// success. Valid until the next blob call on this thread.

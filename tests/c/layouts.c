@@ -1,0 +1,90 @@
+/* Layouts through the C API: the OpenVINO seed's offsets, reorders
+ * between NCHW, NHWC and channels blocked by 8, regions, and errors. */
+#include <blob.h>
+#include <stdio.h>
+
+static int failures = 0;
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: %s is false (%s)\n", __FILE__, __LINE__, #cond,  \
+                    blob_last_error());                                              \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+int main(void) {
+    const int64_t dims[4] = {1, 25, 20, 20};
+    const int64_t blk[5] = {1, 4, 20, 20, 8}, order[5] = {0, 1, 2, 3, 1};
+    const int64_t nhwc_blk[4] = {1, 20, 20, 25}, nhwc_order[4] = {0, 2, 3, 1};
+    Blob *b8 = NULL, *nhwc = NULL, *dense = NULL, *back = NULL, *roi = NULL, *small = NULL;
+    int64_t off = -1, i;
+    int32_t layout = -1;
+    static float src[10000], got[10000];
+
+    /* The seed: tdesc.offset(0) = 0, offset(1) = 8, {0,0,0,2} = 16, {0,1,0,2} = 17. */
+    CHECK(blob_create_desc(NULL, BLOB_F32, dims, 4, blk, order, 5, &b8) == BLOB_OK);
+    {
+        const int64_t i0[4] = {0, 0, 0, 0}, i1[4] = {0, 0, 0, 1}, i2[4] = {0, 0, 0, 2}, i3[4] = {0, 1, 0, 2};
+        CHECK(blob_desc_offset(b8, i0, 4, &off) == BLOB_OK && off == 0);
+        CHECK(blob_desc_offset(b8, i1, 4, &off) == BLOB_OK && off == 8);
+        CHECK(blob_desc_offset(b8, i2, 4, &off) == BLOB_OK && off == 16);
+        CHECK(blob_desc_offset(b8, i3, 4, &off) == BLOB_OK && off == 17);
+    }
+    CHECK(blob_layout(b8, &layout) == BLOB_OK && layout == BLOB_LAYOUT_BLOCKED);
+    CHECK(blob_create_desc(NULL, BLOB_F32, dims, 4, nhwc_blk, nhwc_order, 4, &nhwc) == BLOB_OK);
+    CHECK(blob_layout(nhwc, &layout) == BLOB_OK && layout == BLOB_LAYOUT_NHWC);
+
+    /* dense -> NHWC -> blocked -> dense is the identity */
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 4, &dense) == BLOB_OK);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 4, &back) == BLOB_OK);
+    for (i = 0; i < 10000; i++) src[i] = (float)i;
+    CHECK(blob_copy_from_host(dense, src, sizeof src) == BLOB_OK);
+    CHECK(blob_layout(dense, &layout) == BLOB_OK && layout == BLOB_LAYOUT_NCHW);
+    CHECK(blob_reorder(nhwc, dense) == BLOB_OK);
+    CHECK(blob_reorder(b8, nhwc) == BLOB_OK);
+    CHECK(blob_reorder(back, b8) == BLOB_OK);
+    CHECK(blob_copy_to_host(back, got, sizeof got) == BLOB_OK);
+    for (i = 0; i < 10000; i++) {
+        if (got[i] != src[i]) {
+            CHECK(got[i] == src[i]);
+            break;
+        }
+    }
+
+    /* a region keeps strides; reorder it into a small dense blob */
+    {
+        const int64_t begin[4] = {0, 2, 3, 4}, end[4] = {1, 4, 5, 7}, sdims[4] = {1, 2, 2, 3};
+        float part[12];
+        CHECK(blob_region(dense, begin, end, 4, &roi) == BLOB_OK);
+        CHECK(blob_create_tensor(NULL, BLOB_F32, sdims, 4, &small) == BLOB_OK);
+        CHECK(blob_reorder(small, roi) == BLOB_OK);
+        CHECK(blob_copy_to_host(small, part, sizeof part) == BLOB_OK);
+        CHECK(part[0] == src[(2 * 20 + 3) * 20 + 4]);
+        CHECK(part[11] == src[(3 * 20 + 4) * 20 + 6]);
+        /* errors: dense-only ops refuse other layouts, nothing changes */
+        CHECK(blob_fill(roi, 1.0) == BLOB_ERR_UNSUPPORTED);
+        CHECK(blob_fill(b8, 1.0) == BLOB_ERR_UNSUPPORTED);
+        CHECK(blob_reorder(small, dense) == BLOB_ERR_SHAPE);
+        CHECK(blob_region(dense, end, begin, 4, &roi) == BLOB_ERR_OUT_OF_RANGE);
+    }
+    {
+        const int64_t short_blk[3] = {1, 3, 8}, short_order[3] = {0, 1, 1}, d2[2] = {1, 25};
+        Blob *bad = (Blob *)0x10;
+        CHECK(blob_create_desc(NULL, BLOB_F32, d2, 2, short_blk, short_order, 3, &bad) == BLOB_ERR_SHAPE);
+        CHECK(bad == (Blob *)0x10);
+        CHECK(blob_desc_offset(b8, dims, 4, &off) == BLOB_ERR_OUT_OF_RANGE);
+        CHECK(blob_layout(NULL, &layout) == BLOB_ERR_NULL_POINTER);
+    }
+    CHECK(blob_copy_to_host(back, got, sizeof got) == BLOB_OK && got[9999] == 9999.0f);
+
+    blob_free(b8);
+    blob_free(nhwc);
+    blob_free(dense);
+    blob_free(back);
+    blob_free(roi);
+    blob_free(small);
+    if (failures) return 1;
+    printf("layouts: all checks passed\n");
+    return 0;
+}
