@@ -17,7 +17,7 @@ impl Blob {
     pub fn window(&self, size: usize) -> Result<Blob> {
         let st = self.state();
         if st.desc.is_some() {
-            return Err(err!(Unsupported, "windows need dense data; use region() on a blob with a non-default layout"));
+            return Err(err!(Unsupported, "windows need dense data; reorder into a dense blob first, or use region()"));
         }
         if st.shape.rank() == 0 {
             return Err(err!(Shape, "a window needs an axis 0, but this blob is a scalar"));
@@ -49,7 +49,7 @@ impl Blob {
     pub fn slice(&self, index: &[usize]) -> Result<Blob> {
         let st = self.state();
         if st.desc.is_some() {
-            return Err(err!(Unsupported, "slices need dense data; use region() on a blob with a non-default layout"));
+            return Err(err!(Unsupported, "slices need dense data; reorder into a dense blob first, or use region()"));
         }
         let dims = st.shape.dims();
         if index.len() > dims.len() {

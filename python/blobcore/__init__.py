@@ -12,7 +12,7 @@ dtypes and :class:`Dim`.
 """
 
 from ._dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
-from ._enums import Dim
+from ._enums import Dim, Layout
 from ._errors import (
     BlobError,
     BusyError,
@@ -29,11 +29,14 @@ from ._errors import (
 )
 from ._blobcore import (
     Blob,
+    BlockingDesc,
     Engine,
+    TensorDesc,
     __version__,
     from_dlpack,
     load_caffe,
     load_neoml,
+    layout_by_dims,
     load_npy,
     merge,
     merge_into,
@@ -47,6 +50,10 @@ __all__ = [
     "Blob",
     "Engine",
     "Dim",
+    "Layout",
+    "BlockingDesc",
+    "TensorDesc",
+    "layout_by_dims",
     "__version__",
     "from_dlpack",
     "merge",

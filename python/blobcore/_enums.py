@@ -16,3 +16,28 @@ class Dim(enum.IntEnum):
 
 
 __all__ = ["Dim"]
+
+
+class Layout(enum.IntEnum):
+    """OpenVINO's layouts, with its numeric values."""
+
+    ANY = 0
+    NCHW = 1
+    NHWC = 2
+    NCDHW = 3
+    NDHWC = 4
+    OIHW = 64
+    GOIHW = 65
+    OIDHW = 66
+    GOIDHW = 67
+    SCALAR = 95
+    C = 96
+    CHW = 128
+    HWC = 129
+    HW = 192
+    NC = 193
+    CN = 194
+    BLOCKED = 200
+
+
+__all__ += ["Layout"]

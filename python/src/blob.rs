@@ -358,6 +358,49 @@ impl PyBlob {
         self.b.shares_memory(&other.b)
     }
 
+    // ----------------------------------------------------------------- layouts
+
+    /// A blob laid out as ``desc`` says (its memory sized by the blocked
+    /// dims and strides, padding included).
+    #[staticmethod]
+    #[pyo3(signature = (desc, engine=None))]
+    fn with_desc(desc: PyRef<'_, crate::layout::PyTensorDesc>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        Ok(Self::new(core(Blob::with_desc(&engine_of(engine), &desc.d))?))
+    }
+
+    /// The blob's TensorDesc (dense row-major by default).
+    #[getter]
+    fn desc(&self) -> crate::layout::PyTensorDesc {
+        crate::layout::PyTensorDesc { d: self.b.desc() }
+    }
+
+    /// The blob's layout (``bc.Layout``).
+    #[getter]
+    fn layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::layout::layout_to_py(py, self.b.layout())
+    }
+
+    /// True for dense row-major data.
+    #[getter]
+    fn is_dense(&self) -> bool {
+        self.b.is_dense()
+    }
+
+    /// A region (ROI) view of ``[begin, end)`` per dim: shares memory and
+    /// keeps the strides (``numpy.asarray`` of it is a strided view).
+    fn region(&self, begin: Vec<i64>, end: Vec<i64>) -> PyResult<Self> {
+        let bg = begin.iter().map(|&v| uidx(v, "begin")).collect::<PyResult<Vec<_>>>()?;
+        let en = end.iter().map(|&v| uidx(v, "end")).collect::<PyResult<Vec<_>>>()?;
+        Ok(Self::new(core(self.b.region(&bg, &en))?))
+    }
+
+    /// Copies ``src`` into this blob converting between layouts (same dims
+    /// and dtype): NCHW, NHWC, blocked, strided regions.
+    fn reorder_from(&self, py: Python<'_>, src: PyRef<'_, PyBlob>) -> PyResult<()> {
+        let (b, s) = (self.b.clone(), src.b.clone());
+        run(py, b.is_small(), move || b.reorder_from(&s))
+    }
+
     // ------------------------------------------------------------------- views
 
     /// A window of ``size`` rows along axis 0 at parent position 0 (NeoML
@@ -629,6 +672,28 @@ impl PyBlob {
         let copied = copy == Some(true);
         let export = if copied { core(core(self.b.copy())?.export())? } else { core(self.b.export())? };
         dlpack::produce(py, export, versioned, copied)
+    }
+
+    /// NumPy's fallback when the buffer protocol refused this blob: raises
+    /// the reason (a blocked layout, or bfloat16) instead of letting NumPy
+    /// build an object array.
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(slf: &Bound<'py, Self>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        let b = &slf.get().b;
+        drop(core(b.export())?);
+        if b.dtype() == blobcore::DType::BF16 {
+            return Err(raise("DTypeError", "bfloat16 has no NumPy buffer format; use DLPack with ml_dtypes, or clone(dtype=...) and copy_from"));
+        }
+        let np = slf.py().import("numpy")?;
+        let arr = np.getattr("asarray")?.call1((pyo3::types::PyMemoryView::from(slf.as_any())?,))?;
+        let arr = match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,))?,
+            _ => arr,
+        };
+        if copy == Some(true) {
+            return arr.call_method0("copy");
+        }
+        Ok(arr)
     }
 
     /// The DLPack device: ``(1, 0)`` (CPU).

@@ -39,6 +39,11 @@ pub unsafe fn fill_view(
             "bfloat16 has no buffer-protocol format; use DLPack (__dlpack__) or clone(dtype=...) first",
         )
     })?;
+    if !export.is_contiguous() && (flags & ffi::PyBUF_STRIDES) != ffi::PyBUF_STRIDES {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "this blob is strided (a region or a non-default layout); the consumer must accept strides",
+        ));
+    }
     let shape: Vec<ffi::Py_ssize_t> = export.shape().iter().map(|&d| d as ffi::Py_ssize_t).collect();
     let strides: Vec<ffi::Py_ssize_t> = export.byte_strides().iter().map(|&s| s as ffi::Py_ssize_t).collect();
     let holder = Box::new(ViewHolder { _export: Arc::clone(&export), shape, strides });

@@ -10,6 +10,7 @@ mod dtypes;
 mod errors;
 mod exports;
 mod functions;
+mod layout;
 
 use pyo3::prelude::*;
 
@@ -20,6 +21,9 @@ fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<blob::PyEngine>()?;
     m.add_class::<buffers::BufferContext>()?;
     m.add_class::<buffers::Held>()?;
+    m.add_class::<layout::PyBlockingDesc>()?;
+    m.add_class::<layout::PyTensorDesc>()?;
+    m.add_function(wrap_pyfunction!(layout::layout_by_dims, m)?)?;
     m.add_function(wrap_pyfunction!(functions::merge, m)?)?;
     m.add_function(wrap_pyfunction!(functions::merge_into, m)?)?;
     m.add_function(wrap_pyfunction!(functions::split, m)?)?;

@@ -62,41 +62,58 @@ fn dim_layouts(desc: &TensorDesc) -> Result<(Vec<DimLayout>, usize)> {
 
 /// Subproblems (destination offset, source offset, axes) covering every
 /// logical element exactly once.
+///
+/// A dim blocked by `B` on one side and `b` on the other (`b` dividing
+/// `B`, or unblocked) is cut into levels of `B`, `b` and 1 elements; the
+/// stride of a level of `u` elements on a side with block `k` is
+/// `(u / k) * outer` when `u >= k`, else `u * inner`. A dim whose size is
+/// not a multiple of `B` adds subproblems for the partial blocks.
 fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(usize, usize, Vec<Axis>)>> {
+    let stride = |l: DimLayout, u: usize| {
+        if l.block == 1 {
+            u * l.outer
+        } else if u >= l.block {
+            (u / l.block) * l.outer
+        } else {
+            u * l.inner
+        }
+    };
     let mut parts: Vec<(usize, usize, Vec<Axis>)> = vec![(0, 0, Vec::new())];
     for (d, &n) in dims.iter().enumerate() {
         let (a, b) = (dst[d], src[d]);
-        if a.block > 1 && b.block > 1 && a.block != b.block {
+        let mut units: Vec<usize> = vec![a.block, b.block, 1];
+        units.sort_unstable_by(|x, y| y.cmp(x));
+        units.dedup();
+        if units.windows(2).any(|w| w[0] % w[1] != 0) {
             return Err(err!(
                 Unsupported,
-                "reorder between blocks of {} and {} along dim {d} is not supported; reorder through a planar layout",
+                "reorder between blocks of {} and {} along dim {d} is not supported (neither divides the other); reorder through a planar layout",
                 b.block,
                 a.block
             ));
         }
-        let blk = a.block.max(b.block);
-        if blk == 1 {
-            for p in &mut parts {
-                p.2.push(Axis { n, ds: a.outer, ss: b.outer });
+        // Variants of this dim: (dst offset, src offset, axes).
+        let mut variants: Vec<(usize, usize, Vec<Axis>)> = Vec::new();
+        let (mut rem, mut pd, mut ps) = (n, 0usize, 0usize);
+        for k in 0..units.len() {
+            let cnt = rem / units[k];
+            if cnt > 0 {
+                let mut axes = vec![Axis { n: cnt, ds: stride(a, units[k]), ss: stride(b, units[k]) }];
+                for j in k + 1..units.len() {
+                    axes.push(Axis { n: units[j - 1] / units[j], ds: stride(a, units[j]), ss: stride(b, units[j]) });
+                }
+                variants.push((pd, ps, axes));
             }
-            continue;
+            pd += cnt * stride(a, units[k]);
+            ps += cnt * stride(b, units[k]);
+            rem -= cnt * units[k];
         }
-        // Strides of the outer (block) and inner (lane) axes on each side.
-        let side = |l: DimLayout| if l.block > 1 { (l.outer, l.inner) } else { (l.outer * blk, l.outer) };
-        let ((dso, dsi), (sso, ssi)) = (side(a), side(b));
-        let (full, rem) = (n / blk, n % blk);
-        let mut next = Vec::new();
+        let mut next = Vec::with_capacity(parts.len() * variants.len());
         for p in &parts {
-            if full > 0 {
+            for v in &variants {
                 let mut axes = p.2.clone();
-                axes.push(Axis { n: full, ds: dso, ss: sso });
-                axes.push(Axis { n: blk, ds: dsi, ss: ssi });
-                next.push((p.0, p.1, axes));
-            }
-            if rem > 0 {
-                let mut axes = p.2.clone();
-                axes.push(Axis { n: rem, ds: dsi, ss: ssi });
-                next.push((p.0 + full * dso, p.1 + full * sso, axes));
+                axes.extend_from_slice(&v.2);
+                next.push((p.0 + v.0, p.1 + v.1, axes));
             }
         }
         parts = next;
