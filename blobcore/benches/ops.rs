@@ -11,7 +11,7 @@
 //!
 //! Set BLOBCORE_BENCH_MIB to change the size (default 128).
 
-use blobcore::{Blob, BlobDim, DType, Engine};
+use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Layout, TensorDesc};
 use criterion::Criterion;
 use std::hint::black_box;
 use ndarray::{ArrayD, Axis, IxDyn, Zip};
@@ -129,6 +129,22 @@ fn main() {
         });
     }
 
+    // Reorders of an NCHW tensor (64 channels, square images) to NHWC and
+    // to channels blocked by 8 (nChw8c), and back.
+    {
+        let hw = n / 64;
+        let h = (hw as f64).sqrt() as usize;
+        let dims = [1, 64, h, hw / h];
+        let nchw = f32_blob(&e, &dims, 1.0);
+        let nhwc = Blob::with_desc(&e, &TensorDesc::new(DType::F32, &dims, Layout::Nhwc).unwrap()).unwrap();
+        let blk = BlockingDesc::new(&[1, 8, dims[2], dims[3], 8], &[0, 1, 2, 3, 1]).unwrap();
+        let b8 = Blob::with_desc(&e, &TensorDesc::with_blocking(DType::F32, &dims, blk).unwrap()).unwrap();
+        record(&mut c, "reorder/NCHW->NHWC", || nhwc.reorder_from(&nchw).unwrap());
+        record(&mut c, "reorder/NHWC->NCHW", || nchw.reorder_from(&nhwc).unwrap());
+        record(&mut c, "reorder/NCHW->nChw8c", || b8.reorder_from(&nchw).unwrap());
+        record(&mut c, "reorder/nChw8c->NCHW", || nchw.reorder_from(&b8).unwrap());
+    }
+
     // Streaming ops.
     let a = f32_blob(&e, &[n], 1.0);
     let b = f32_blob(&e, &[n], 2.0);
@@ -165,6 +181,10 @@ fn main() {
         Row { op: "transposed 2d(0,1)", ours: "transpose/2d(0,1)", nd: Some("ndarray/transpose/2d(0,1)"), traffic: 2.0, target: ">= 0.5x memcpy" },
         Row { op: "transposed H<->C", ours: "transpose/Height-Channels", nd: Some("ndarray/transpose/Height-Channels"), traffic: 2.0, target: ">= 0.5x memcpy" },
         Row { op: "transposed outer(0,1)", ours: "transpose/outer(0,1)", nd: Some("ndarray/transpose/outer(0,1)"), traffic: 2.0, target: "-" },
+        Row { op: "reorder NCHW->NHWC", ours: "reorder/NCHW->NHWC", nd: None, traffic: 2.0, target: ">= 0.5x memcpy" },
+        Row { op: "reorder NHWC->NCHW", ours: "reorder/NHWC->NCHW", nd: None, traffic: 2.0, target: ">= 0.5x memcpy" },
+        Row { op: "reorder NCHW->nChw8c", ours: "reorder/NCHW->nChw8c", nd: None, traffic: 2.0, target: ">= 0.5x memcpy" },
+        Row { op: "reorder nChw8c->NCHW", ours: "reorder/nChw8c->NCHW", nd: None, traffic: 2.0, target: ">= 0.5x memcpy" },
         Row { op: "fill", ours: "fill", nd: Some("ndarray/fill"), traffic: 1.0, target: ">= 0.9x bw limit" },
         Row { op: "add", ours: "add", nd: Some("ndarray/add"), traffic: 3.0, target: ">= 0.9x bw limit" },
         Row { op: "scale", ours: "scale", nd: Some("ndarray/scale"), traffic: 2.0, target: ">= 0.9x bw limit" },

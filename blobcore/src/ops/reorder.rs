@@ -184,6 +184,30 @@ impl<T: Copy + Send + Sync> Kernel<T> {
                 let (d, s) = (dst + k * first.ds * es, src + k * first.ss * es);
                 odometer(&rest, es, d, s, &body);
             });
+        } else if parallel {
+            // No outer loop to share out (e.g. NCHW -> NHWC with N = 1):
+            // split the tiled axis, or the run itself, into chunks.
+            // Split the longer of the tiled pair (or the run) into chunks.
+            let split_t = t.is_some_and(|t| t.n >= inner.n);
+            let split = if split_t { t.unwrap_or(inner) } else { inner };
+            let want = (split.n / (4 * rayon::current_num_threads().max(1))).max(1);
+            let chunk = if t.is_some() { want.div_ceil(TILE) * TILE } else { want.max(PARALLEL_BYTES / 8 / es) };
+            let chunks = split.n.div_ceil(chunk);
+            (0..chunks).into_par_iter().for_each(|k| {
+                let start = k * chunk;
+                let part = Axis { n: chunk.min(split.n - start), ..split };
+                let (d, s) = (dst + start * split.ds * es, src + start * split.ss * es);
+                odometer(&outer, es, d, s, &|d, s| {
+                    // SAFETY: a sub-range of the axes the caller vouched for.
+                    unsafe {
+                        match t {
+                            Some(_) if split_t => Self::inner(inner, Some(part), d, s),
+                            Some(t) => Self::inner(part, Some(t), d, s),
+                            None => Self::inner(part, None, d, s),
+                        }
+                    }
+                });
+            });
         } else {
             odometer(&outer, es, dst, src, &body);
         }
