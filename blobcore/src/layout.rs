@@ -322,7 +322,7 @@ impl TensorDesc {
         if b.order.len() < rank {
             return Err(err!(Shape, "order {:?} covers fewer dims than the rank {rank}", b.order));
         }
-        for d in 0..rank {
+        for (d, &size) in dims.iter().enumerate() {
             let mut product: usize = 1;
             let mut seen = 0;
             for (i, &o) in b.order.iter().enumerate() {
@@ -334,12 +334,12 @@ impl TensorDesc {
             if seen == 0 {
                 return Err(err!(Shape, "order {:?} leaves out dim {d}", b.order));
             }
-            if product < dims[d] {
+            if product < size {
                 return Err(err!(
                     Shape,
                     "blocked dims {:?} hold {product} along dim {d}, fewer than its {} elements",
                     b.blk_dims,
-                    dims[d]
+                    size
                 ));
             }
         }
