@@ -172,16 +172,22 @@ impl Region {
 pub(crate) const SMALL_BYTES: usize = 16 << 10;
 
 impl Blob {
-    /// Runs `f` with exclusive access to all of the blob's elements (head
-    /// moves to the host). Small blobs run under the storage lock; larger
-    /// ones take a registered borrow so that no lock is held while working.
-    pub(crate) fn with_write<R>(&self, f: impl FnOnce(&mut HostMut) -> R) -> Result<R> {
+    /// The state (read-locked) and the byte range of a dense blob's elements.
+    fn dense_bytes(&self) -> Result<(RwLockReadGuard<'_, State>, usize, usize)> {
         let st = self.state();
         if st.desc.is_some() {
             return Err(needs_dense());
         }
         let es = self.inner.dtype.size();
         let (start, len) = (st.offset * es, st.shape.count() * es);
+        Ok((st, start, len))
+    }
+
+    /// Runs `f` with exclusive access to all of the blob's elements (head
+    /// moves to the host). Small blobs run under the storage lock; larger
+    /// ones take a registered borrow so that no lock is held while working.
+    pub(crate) fn with_write<R>(&self, f: impl FnOnce(&mut HostMut) -> R) -> Result<R> {
+        let (st, start, len) = self.dense_bytes()?;
         if len <= SMALL_BYTES {
             return st.storage.with_locked(start, start + len, true, |base| {
                 // SAFETY: start + len <= storage.len() (checked by with_locked),
@@ -199,12 +205,7 @@ impl Blob {
     /// Runs `f` with shared access to all of the blob's elements (as
     /// [`Blob::with_write`], for reading).
     pub(crate) fn with_read<R>(&self, f: impl FnOnce(&HostRef) -> R) -> Result<R> {
-        let st = self.state();
-        if st.desc.is_some() {
-            return Err(needs_dense());
-        }
-        let es = self.inner.dtype.size();
-        let (start, len) = (st.offset * es, st.shape.count() * es);
+        let (st, start, len) = self.dense_bytes()?;
         if len <= SMALL_BYTES {
             return st.storage.with_locked(start, start + len, false, |base| {
                 // SAFETY: as in with_write; no writer can run while we hold the lock.
