@@ -83,13 +83,7 @@ impl Export {
         if let Some(s) = &self.strides {
             return s.clone();
         }
-        let mut strides = vec![0isize; self.shape.len()];
-        let mut acc = self.dtype.size() as isize;
-        for (s, &d) in strides.iter_mut().zip(&self.shape).rev() {
-            *s = acc;
-            acc = acc.saturating_mul(d.max(1) as isize);
-        }
-        strides
+        crate::layout::row_major_strides(&self.shape, self.dtype.size())
     }
 }
 

@@ -164,6 +164,29 @@ pub fn layout_by_dims(rank: usize) -> Layout {
     }
 }
 
+/// Row-major (C-order) strides of `dims`, in multiples of `unit` (1 for
+/// elements, the item size for bytes). Saturates instead of overflowing.
+pub fn row_major_strides(dims: &[usize], unit: usize) -> Vec<isize> {
+    let mut strides = vec![0isize; dims.len()];
+    let mut acc = unit as isize;
+    for (s, &d) in strides.iter_mut().zip(dims).rev() {
+        *s = acc;
+        acc = acc.saturating_mul(d.max(1) as isize);
+    }
+    strides
+}
+
+/// True when `strides` (in multiples of `unit`) describe dense row-major
+/// data of `dims`; axes of size 1 may have any stride, as in NumPy.
+pub fn is_row_major(dims: &[usize], strides: &[isize], unit: usize) -> bool {
+    dims.len() == strides.len()
+        && dims
+            .iter()
+            .zip(strides)
+            .zip(row_major_strides(dims, unit))
+            .all(|((&d, &s), want)| d <= 1 || s == want)
+}
+
 /// How blocked dims are laid out in memory (OpenVINO `BlockingDesc`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BlockingDesc {
@@ -581,6 +604,16 @@ mod tests {
             let t = TensorDesc::with_blocking(DType::F32, &dims, BlockingDesc::new(&blk, &order).unwrap()).unwrap();
             assert_eq!(t.layout(), layout, "order {order:?}");
         }
+    }
+
+    #[test]
+    fn row_major_helpers_match_numpy() {
+        // numpy.zeros((2, 3, 4), float32).strides == (48, 16, 4)
+        assert_eq!(row_major_strides(&[2, 3, 4], 4), [48, 16, 4]);
+        assert!(is_row_major(&[2, 3, 4], &[48, 16, 4], 4));
+        assert!(!is_row_major(&[2, 3, 4], &[4, 8, 24], 4)); // Fortran order
+        assert!(is_row_major(&[2, 1, 4], &[16, 999, 4], 4)); // size-1 axes are free
+        assert!(!is_row_major(&[2, 3], &[3], 1));
     }
 
     #[test]

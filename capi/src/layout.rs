@@ -1,12 +1,8 @@
 //! Layouts: blobs with a TensorDesc, element offsets, regions, reorder.
 
 use crate::handles::{self, Blob, BlobEngine};
-use crate::status::{array, dims, ffi, index, out, put};
-use blobcore::{BlockingDesc, DType, Error, TensorDesc, MAX_RANK};
-
-fn blocked(p: *const i64, n: usize, what: &str) -> Result<Vec<usize>, Error> {
-    array(p, n, 2 * MAX_RANK, what)?.iter().map(|&v| index(v, what)).collect()
-}
+use crate::status::{dims, ffi, indices, out, put};
+use blobcore::{BlockingDesc, DType, TensorDesc, MAX_RANK};
 
 /// Creates a blob with logical `dims` laid out as the blocking (`blk_dims`,
 /// `order`, `n_blk` entries each; dense strides): e.g. dims {1,25,20,20}
@@ -29,8 +25,8 @@ pub extern "C" fn blob_create_desc(
         let engine = handles::engine(e)?;
         let dtype = DType::from_code(dtype)?;
         let d = dims(dims_ptr, rank)?;
-        let blk = blocked(blk_dims, n_blk, "blk_dims")?;
-        let ord = blocked(order, n_blk, "order")?;
+        let blk = indices(blk_dims, n_blk, 2 * MAX_RANK, "blk_dims")?;
+        let ord = indices(order, n_blk, 2 * MAX_RANK, "order")?;
         let desc = TensorDesc::with_blocking(dtype, &d, BlockingDesc::new(&blk, &ord)?)?;
         put(o, handles::issue_blob(blobcore::Blob::with_desc(&engine, &desc)?));
         Ok(())
@@ -43,7 +39,7 @@ pub extern "C" fn blob_create_desc(
 pub extern "C" fn blob_desc_offset(b: *const Blob, idx: *const i64, n: usize, out_offset: *mut i64) -> i32 {
     ffi!({
         let o = out(out_offset, "out")?;
-        let i: Vec<usize> = array(idx, n, MAX_RANK, "index")?.iter().map(|&v| index(v, "index")).collect::<Result<_, _>>()?;
+        let i = indices(idx, n, MAX_RANK, "index")?;
         let off = handles::blob(b, "blob")?.desc().offset_index(&i)?;
         put(o, off as i64);
         Ok(())
@@ -67,8 +63,8 @@ pub extern "C" fn blob_layout(b: *const Blob, out_layout: *mut i32) -> i32 {
 pub extern "C" fn blob_region(b: *mut Blob, begin: *const i64, end: *const i64, n: usize, out_blob: *mut *mut Blob) -> i32 {
     ffi!({
         let o = out(out_blob, "out")?;
-        let bg: Vec<usize> = array(begin, n, MAX_RANK, "begin")?.iter().map(|&v| index(v, "begin")).collect::<Result<_, _>>()?;
-        let en: Vec<usize> = array(end, n, MAX_RANK, "end")?.iter().map(|&v| index(v, "end")).collect::<Result<_, _>>()?;
+        let bg = indices(begin, n, MAX_RANK, "begin")?;
+        let en = indices(end, n, MAX_RANK, "end")?;
         let r = handles::blob(b, "blob")?.region(&bg, &en)?;
         put(o, handles::issue_blob(r));
         Ok(())

@@ -1,7 +1,7 @@
 //! Size queries.
 
 use crate::handles::{self, Blob};
-use crate::status::{array, ffi, index, out, put};
+use crate::status::{ffi, index, indices, out, put};
 use blobcore::{BlobDim, Error, MAX_RANK};
 
 fn query<T>(b: *const Blob, o: *mut T, f: impl FnOnce(&blobcore::Blob) -> Result<T, Error>) -> i32 {
@@ -123,10 +123,7 @@ pub extern "C" fn blob_offset(b: *const Blob, idx: *const i64, n: usize, out: *m
         if n > MAX_RANK {
             return Err(Error::OutOfRange(format!("{n} indices given; a blob has at most {MAX_RANK} axes")));
         }
-        let i = array(idx, n, MAX_RANK, "index")?
-            .iter()
-            .map(|&v| index(v, "index"))
-            .collect::<Result<Vec<_>, _>>()?;
+        let i = indices(idx, n, MAX_RANK, "index")?;
         Ok(i64_of(b.offset(&i)?))
     })
 }

@@ -102,6 +102,12 @@ pub fn array<'a, T>(p: *const T, n: usize, max: usize, what: &str) -> Result<&'a
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
+/// Indices or counts from C: `n` (at most `max`) values, each >= 0
+/// (OutOfRange otherwise).
+pub fn indices(p: *const i64, n: usize, max: usize, what: &str) -> Result<Vec<usize>, Error> {
+    array(p, n, max, what)?.iter().map(|&v| index(v, what)).collect()
+}
+
 /// Dims from C: at most 32 of them (Shape error otherwise), each >= 0.
 pub fn dims(p: *const i64, rank: usize) -> Result<Vec<usize>, Error> {
     if rank > blobcore::MAX_RANK {

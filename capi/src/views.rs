@@ -1,7 +1,7 @@
 //! Windows (NeoML) and slices (Serrano).
 
 use crate::handles::{self, Blob};
-use crate::status::{array, ffi, index, out, put};
+use crate::status::{ffi, index, indices, out, put};
 use blobcore::MAX_RANK;
 
 /// NeoML `CreateWindowBlob`: a view of `window_size` entries of axis 0, at position 0.
@@ -70,10 +70,7 @@ pub extern "C" fn blob_slice(b: *mut Blob, idx: *const i64, n: usize, out_blob: 
         if n > MAX_RANK {
             return Err(blobcore::Error::OutOfRange(format!("{n} slice indices given; a blob has at most {MAX_RANK} axes")));
         }
-        let i = array(idx, n, MAX_RANK, "index")?
-            .iter()
-            .map(|&v| index(v, "slice index"))
-            .collect::<Result<Vec<_>, _>>()?;
+        let i = indices(idx, n, MAX_RANK, "slice index")?;
         put(o, handles::issue_blob(b.slice(&i)?));
         Ok(())
     })

@@ -13,20 +13,8 @@ dtypes and :class:`Dim`.
 
 from ._dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
 from ._enums import Dim, Layout
-from ._errors import (
-    BlobError,
-    BusyError,
-    DeviceError,
-    DTypeError,
-    FormatError,
-    InvalidArgumentError,
-    IoError,
-    LifoError,
-    OutOfMemoryError,
-    OutOfRangeError,
-    ShapeError,
-    UnsupportedError,
-)
+from . import _errors
+from ._errors import *  # noqa: F403 - the exception classes, listed in _errors.__all__
 from ._blobcore import (
     Blob,
     BlockingDesc,
@@ -73,16 +61,4 @@ __all__ = [
     "int8",
     "float16",
     "bfloat16",
-    "BlobError",
-    "InvalidArgumentError",
-    "ShapeError",
-    "DTypeError",
-    "OutOfRangeError",
-    "LifoError",
-    "BusyError",
-    "OutOfMemoryError",
-    "DeviceError",
-    "IoError",
-    "FormatError",
-    "UnsupportedError",
-]
+] + _errors.__all__

@@ -294,20 +294,11 @@ pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
         (!t.strides.is_null() && n > 0).then(|| unsafe { std::slice::from_raw_parts(t.strides, n) }.to_vec());
     let shape = core(Shape::from_i64(&dims))?;
     let count = shape.count();
-    let contiguous = match &strides {
-        None => true,
-        Some(s) => {
-            let mut expect = 1i64;
-            let mut ok = true;
-            for (&d, &st) in dims.iter().zip(s).rev() {
-                if d > 1 && st != expect {
-                    ok = false;
-                }
-                expect = expect.saturating_mul(d.max(1));
-            }
-            ok
-        }
+    let strides: Vec<isize> = match strides {
+        Some(s) => s.iter().map(|&v| v as isize).collect(),
+        None => blobcore::row_major_strides(shape.dims(), 1),
     };
+    let contiguous = blobcore::is_row_major(shape.dims(), &strides, 1);
     // data + byte_offset is the tensor's first element (DLPack contract).
     let base = (t.data as *mut u8).wrapping_add(t.byte_offset as usize);
     let byte_len = count * dtype.size();
@@ -328,21 +319,9 @@ pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
         // Copy into a new blob (gathering strided elements).
         let out = core(blobcore::Blob::new(&engine, dtype, shape))?;
         if count > 0 {
-            let st: Vec<isize> = match &strides {
-                Some(s) => s.iter().map(|&v| v as isize).collect(),
-                None => {
-                    let mut v = vec![0isize; n];
-                    let mut acc = 1isize;
-                    for (s, &d) in v.iter_mut().zip(&dims).rev() {
-                        *s = acc;
-                        acc *= d.max(1) as isize;
-                    }
-                    v
-                }
-            };
             // SAFETY: the DLPack contract: every index within `dims` at
             // these strides addresses a readable element of the tensor.
-            core(unsafe { out.copy_from_strided(base, &st) })?;
+            core(unsafe { out.copy_from_strided(base, &strides) })?;
         }
         drop(taken);
         return Ok(out);

@@ -166,14 +166,7 @@ impl Foreign {
         let shape = self.shape();
         // SAFETY: `strides` has `ndim` entries when non-NULL.
         let strides = unsafe { std::slice::from_raw_parts(self.view.strides, shape.len()) };
-        let mut expect = self.itemsize() as isize;
-        for (&d, &s) in shape.iter().zip(strides).rev() {
-            if d > 1 && s != expect {
-                return false;
-            }
-            expect *= d.max(1) as isize;
-        }
-        true
+        blobcore::is_row_major(&shape, strides, self.itemsize())
     }
 
     /// The bytes (only for C-contiguous buffers).

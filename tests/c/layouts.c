@@ -1,17 +1,6 @@
 /* Layouts through the C API: the OpenVINO seed's offsets, reorders
  * between NCHW, NHWC and channels blocked by 8, regions, and errors. */
-#include <blob.h>
-#include <stdio.h>
-
-static int failures = 0;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: %s is false (%s)\n", __FILE__, __LINE__, #cond,  \
-                    blob_last_error());                                              \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 int main(void) {
     const int64_t dims[4] = {1, 25, 20, 20};

@@ -2,22 +2,11 @@
  * callback runs exactly once, when the last blob, view or buffer using
  * the memory lets go (on whichever thread that is) — and never when
  * blob_wrap fails. */
-#include <blob.h>
+#include "check.h"
+
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: %s is false (%s)\n", __FILE__, __LINE__, #cond,          \
-                    blob_last_error());                                                      \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
 
 struct Owner {
     float *data;

@@ -269,21 +269,19 @@ struct Side {
     layouts: Vec<DimLayout>,
 }
 
-fn side(b: &Blob, exclusive: bool) -> Result<(Side, Arc<crate::storage::Storage>, usize, usize)> {
+fn side(b: &Blob, exclusive: bool) -> Result<Side> {
     let st = b.state();
     let desc = match &st.desc {
         Some(d) => d.clone(),
         None => TensorDesc::dense(b.dtype(), st.shape.dims())?,
     };
     let es = b.dtype().size();
-    let span = desc.span()?;
-    let (start, end) = (st.offset * es, (st.offset + span) * es);
+    let (start, end) = (st.offset * es, (st.offset + desc.span()?) * es);
     let storage = Arc::clone(&st.storage);
     drop(st);
     let (layouts, rel) = dim_layouts(&desc)?;
-    let (borrow, ptr) = Arc::clone(&storage).acquire(start, end, exclusive, exclusive)?;
-    let base = ptr.as_ptr() as usize + start + rel * es;
-    Ok((Side { _borrow: borrow, base, layouts }, storage, start, end))
+    let (borrow, ptr) = storage.acquire(start, end, exclusive, exclusive)?;
+    Ok(Side { _borrow: borrow, base: ptr.as_ptr() as usize + start + rel * es, layouts })
 }
 
 impl Blob {
@@ -312,8 +310,8 @@ impl Blob {
                 return Err(err!(InvalidArgument, "reorder: source and destination share memory; use a separate destination"));
             }
         }
-        let (s, _, _, _) = side(src, false)?;
-        let (d, _, _, _) = side(self, true)?;
+        let s = side(src, false)?;
+        let d = side(self, true)?;
         let parts = plan(&dims, &d.layouts, &s.layouts)?;
         let total = dims.iter().product::<usize>() * es;
         let parallel = total >= PARALLEL_BYTES;
