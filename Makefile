@@ -15,7 +15,7 @@ PYTHON ?= python3
 VENV := $(CURDIR)/.venv
 WHEELS := $(CURDIR)/build/wheels
 
-.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint clean
+.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint clean fuzz
 
 all: build
 
@@ -110,6 +110,19 @@ bench-c: stage
 
 bench-py: wheel
 	$(VENV)/bin/python bench/python_bench.py
+
+# cargo-fuzz over every target for FUZZ_SECONDS each, starting from the
+# seed corpus in fuzz/seeds. Needs a nightly toolchain; skips without one.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= caffe neoml npy
+fuzz:
+	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
+	  echo "make fuzz: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
+	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked; \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p fuzz/corpus/$$t && cp fuzz/seeds/$$t/* fuzz/corpus/$$t/ && \
+	  $(CARGO) +nightly fuzz run $$t fuzz/corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 || exit 1; \
+	done
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

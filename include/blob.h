@@ -326,23 +326,88 @@ int32_t blob_engine_gpu(const char *adapter_hint, struct BlobEngine **out_engine
 // Frees an engine handle. Blobs created on it keep working.
 int32_t blob_engine_free(struct BlobEngine *engine);
 
-// Loads a Caffe BlobProto file.
+// Loads a Caffe BlobProto file (`.binaryproto`) as a new f32 blob (f64
+// when the file holds `double_data`), with its diff when it has one.
+// Legacy num/channels/height/width files load as 4-D blobs.
 int32_t blob_load_caffe(const struct BlobEngine *e, const char *path, struct Blob **out);
 
-// Saves a Caffe BlobProto file (shape form; the diff too when `write_diff`).
+// Saves an f32 or f64 blob as a Caffe BlobProto file in the shape form,
+// with its diff when `write_diff` (zeros if it has none). The file is
+// replaced atomically; on error an existing file is left as it was.
 int32_t blob_save_caffe(const struct Blob *b, const char *path, bool write_diff);
 
-// Loads a NeoML blob archive.
+// Caffe `FromProto(proto, reshape)`: reads a BlobProto file into an
+// existing f32 or f64 blob. With `reshape` the blob takes the file's
+// shape; without it the shapes must match (legacy 4-D shapes pad the
+// blob's dims with 1s on the left). On error the blob is unchanged.
+int32_t blob_load_caffe_into(const struct Blob *b, const char *path, bool reshape);
+
+// Loads a Caffe BlobProtoVector file. `*count` receives the number of
+// blobs in the file; when it exceeds `capacity` nothing is created and
+// the call returns `BLOB_ERR_OUT_OF_RANGE` (call with `capacity` 0 to ask
+// for the count). Otherwise `out[0..count]` receive new handles.
+int32_t blob_load_caffe_vector(const struct BlobEngine *e,
+                               const char *path,
+                               struct Blob **out,
+                               size_t capacity,
+                               size_t *count);
+
+// Saves `n` f32/f64 blobs as a Caffe BlobProtoVector file.
+int32_t blob_save_caffe_vector(const struct Blob *const *blobs,
+                               size_t n,
+                               const char *path,
+                               bool write_diff);
+
+// Decodes a serialized Caffe BlobProto held in memory (`len` bytes at
+// `data`), as `blob_load_caffe`.
+int32_t blob_from_caffe_bytes(const struct BlobEngine *e,
+                              const uint8_t *data,
+                              size_t len,
+                              struct Blob **out);
+
+// Serializes an f32/f64 blob as a Caffe BlobProto. `*out` receives a
+// buffer of `*len` bytes owned by libblob: free it with `blob_bytes_free`.
+int32_t blob_to_caffe_bytes(const struct Blob *b, bool write_diff, uint8_t **out, size_t *len);
+
+// Loads a NeoML blob archive as a rank-7 f32 or i32 blob (a null blob in
+// the archive is `BLOB_ERR_FORMAT`).
 int32_t blob_load_neoml(const struct BlobEngine *e, const char *path, struct Blob **out);
 
-// Saves a NeoML blob archive.
+// Saves an f32 or i32 blob of rank <= 7 as a NeoML blob archive
+// (version 2000).
 int32_t blob_save_neoml(const struct Blob *b, const char *path);
 
-// Loads a NumPy .npy file.
+// Decodes a NeoML blob archive held in memory.
+int32_t blob_from_neoml_bytes(const struct BlobEngine *e,
+                              const uint8_t *data,
+                              size_t len,
+                              struct Blob **out);
+
+// Serializes a blob as a NeoML blob archive; free `*out` with
+// `blob_bytes_free`.
+int32_t blob_to_neoml_bytes(const struct Blob *b, uint8_t **out, size_t *len);
+
+// Loads a NumPy .npy file (float32, int32, float64, int64, uint8, int8 or
+// float16, either byte order; Fortran order is converted to row-major).
 int32_t blob_load_npy(const struct BlobEngine *e, const char *path, struct Blob **out);
 
-// Saves a NumPy .npy file.
+// Saves a blob as a C-order .npy file that `numpy.load` reads (bfloat16
+// is `BLOB_ERR_DTYPE`: NumPy has no such dtype).
 int32_t blob_save_npy(const struct Blob *b, const char *path);
+
+// Decodes a .npy file held in memory.
+int32_t blob_from_npy_bytes(const struct BlobEngine *e,
+                            const uint8_t *data,
+                            size_t len,
+                            struct Blob **out);
+
+// Serializes a blob as a .npy file; free `*out` with `blob_bytes_free`.
+int32_t blob_to_npy_bytes(const struct Blob *b, uint8_t **out, size_t *len);
+
+// Frees a buffer from `blob_to_*_bytes`. NULL is a no-op; a pointer
+// libblob did not hand out, or already freed, is
+// `BLOB_ERR_INVALID_HANDLE` and frees nothing.
+int32_t blob_bytes_free(uint8_t *bytes);
 
 // Creates a blob with logical `dims` laid out as the blocking (`blk_dims`,
 // `order`, `n_blk` entries each; dense strides): e.g. dims {1,25,20,20}

@@ -35,6 +35,7 @@ pub mod dtype;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod io;
 pub mod layout;
 pub mod ops;
 pub mod shape;

@@ -1,7 +1,7 @@
 //! Engines.
 
 use crate::handles::{self, BlobEngine};
-use crate::status::{ffi, out, path, put};
+use crate::status::{ffi, out, put, text};
 use blobcore::Engine;
 use std::ffi::c_char;
 
@@ -21,7 +21,7 @@ pub extern "C" fn blob_engine_cpu(out_engine: *mut *mut BlobEngine) -> i32 {
 pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut *mut BlobEngine) -> i32 {
     ffi!({
         let o = out(out_engine, "out")?;
-        let hint = if adapter_hint.is_null() { None } else { Some(path(adapter_hint)?) };
+        let hint = if adapter_hint.is_null() { None } else { Some(text(adapter_hint, "adapter_hint")?) };
         let e = Engine::gpu(hint)?;
         put(o, handles::issue_engine(e));
         Ok(())

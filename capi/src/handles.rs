@@ -138,3 +138,16 @@ pub fn free_engine(h: *mut BlobEngine) -> Result<(), Error> {
         None => Err(Error::InvalidHandle(format!("{h:p} is not a live engine handle (double free?)"))),
     }
 }
+
+/// Handle arrays are bounded so that a garbage count cannot make a huge slice.
+const MAX_LIST: usize = 1 << 20;
+
+/// The blobs of a C array of `n` handles, each checked (`what[i]` names a
+/// bad one).
+pub fn blob_list(list: *const *const Blob, n: usize, what: &str) -> Result<Vec<blobcore::Blob>, Error> {
+    crate::status::array(list, n, MAX_LIST, what)?
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| blob(h, &format!("{what}[{i}]")))
+        .collect()
+}

@@ -1,25 +1,13 @@
 //! Merge and split along an axis or by objects.
 
 use crate::handles::{self, Blob};
-use crate::status::{array, ffi};
-use blobcore::Error;
-
-/// Handle arrays are bounded so that a garbage count cannot make a huge slice.
-const MAX_PARTS: usize = 1 << 20;
-
-fn blobs(list: *const *const Blob, n: usize, what: &str) -> Result<Vec<blobcore::Blob>, Error> {
-    array(list, n, MAX_PARTS, what)?
-        .iter()
-        .enumerate()
-        .map(|(i, &h)| handles::blob(h, &format!("{what}[{i}]")))
-        .collect()
-}
+use crate::status::ffi;
 
 /// NeoML `MergeByDim` (numpy.concatenate) of `n` blobs into `to` along `axis`.
 #[no_mangle]
 pub extern "C" fn blob_merge(from: *const *const Blob, n: usize, axis: i32, to: *mut Blob) -> i32 {
     ffi!({
-        let parts = blobs(from, n, "from")?;
+        let parts = handles::blob_list(from, n, "from")?;
         let to = handles::blob(to, "to")?;
         let refs: Vec<&blobcore::Blob> = parts.iter().collect();
         blobcore::Blob::merge(&refs, axis as isize, &to)
@@ -31,7 +19,7 @@ pub extern "C" fn blob_merge(from: *const *const Blob, n: usize, axis: i32, to: 
 pub extern "C" fn blob_split(from: *const Blob, axis: i32, to: *const *mut Blob, n: usize) -> i32 {
     ffi!({
         let src = handles::blob(from, "from")?;
-        let parts = blobs(to as *const *const Blob, n, "to")?;
+        let parts = handles::blob_list(to as *const *const Blob, n, "to")?;
         let refs: Vec<&blobcore::Blob> = parts.iter().collect();
         blobcore::Blob::split(&src, axis as isize, &refs)
     })
@@ -41,7 +29,7 @@ pub extern "C" fn blob_split(from: *const Blob, axis: i32, to: *const *mut Blob,
 #[no_mangle]
 pub extern "C" fn blob_merge_objects(from: *const *const Blob, n: usize, to: *mut Blob) -> i32 {
     ffi!({
-        let parts = blobs(from, n, "from")?;
+        let parts = handles::blob_list(from, n, "from")?;
         let to = handles::blob(to, "to")?;
         let refs: Vec<&blobcore::Blob> = parts.iter().collect();
         blobcore::Blob::merge_objects(&refs, &to)
@@ -53,7 +41,7 @@ pub extern "C" fn blob_merge_objects(from: *const *const Blob, n: usize, to: *mu
 pub extern "C" fn blob_split_objects(from: *const Blob, to: *const *mut Blob, n: usize) -> i32 {
     ffi!({
         let src = handles::blob(from, "from")?;
-        let parts = blobs(to as *const *const Blob, n, "to")?;
+        let parts = handles::blob_list(to as *const *const Blob, n, "to")?;
         let refs: Vec<&blobcore::Blob> = parts.iter().collect();
         blobcore::Blob::split_objects(&src, &refs)
     })

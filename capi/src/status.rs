@@ -127,13 +127,37 @@ pub fn index(v: i64, what: &str) -> Result<usize, Error> {
     usize::try_from(v).map_err(|_| Error::OutOfRange(format!("{what} {v} is negative")))
 }
 
-/// A path from C: non-NULL, UTF-8.
-pub fn path<'a>(p: *const c_char) -> Result<&'a str, Error> {
+/// A UTF-8 string from C (non-NULL); `what` names it in errors.
+pub fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, Error> {
     if p.is_null() {
-        return Err(Error::NullPointer("path is NULL".into()));
+        return Err(Error::NullPointer(format!("{what} is NULL")));
     }
     // SAFETY: non-NULL, and the caller promises a NUL-terminated string.
     unsafe { CStr::from_ptr(p) }
         .to_str()
-        .map_err(|_| Error::InvalidArgument("path is not valid UTF-8".into()))
+        .map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
+}
+
+/// A path from C: non-NULL and non-empty; any bytes on Unix (as the OS
+/// takes them), UTF-8 elsewhere.
+pub fn path<'a>(p: *const c_char) -> Result<&'a std::path::Path, Error> {
+    if p.is_null() {
+        return Err(Error::NullPointer("path is NULL".into()));
+    }
+    // SAFETY: non-NULL, and the caller promises a NUL-terminated string.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    if bytes.is_empty() {
+        return Err(Error::InvalidArgument("path is empty".into()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(std::path::Path::new(std::ffi::OsStr::from_bytes(bytes)))
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes)
+            .map(std::path::Path::new)
+            .map_err(|_| Error::InvalidArgument("path is not valid UTF-8".into()))
+    }
 }

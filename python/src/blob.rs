@@ -194,7 +194,10 @@ impl PyBlob {
             return Ok(Self::new(core(b.get().b.copy())?));
         }
         if copy {
-            let arr = py.import("numpy")?.getattr("ascontiguousarray")?.call1((array,))?;
+            // asarray(order="C"), not ascontiguousarray: that makes 0-d arrays 1-d.
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("order", "C")?;
+            let arr = py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))?;
             let buf = Foreign::get(&arr, false)?;
             let dtype = buf.dtype()?;
             let out = core(Blob::new(&engine, dtype, core(Shape::new(&buf.shape()))?))?;
@@ -504,7 +507,8 @@ impl PyBlob {
         let np = py.import("numpy")?;
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("dtype", dtypes::to_py(py, self.b.dtype())?)?;
-        let arr = np.getattr("ascontiguousarray")?.call((src,), Some(&kwargs))?;
+        kwargs.set_item("order", "C")?;
+        let arr = np.getattr("asarray")?.call((src,), Some(&kwargs))?;
         let buf = Foreign::get(&arr, false)?;
         let n: usize = buf.shape().iter().product();
         if n != self.b.count() {
@@ -617,21 +621,46 @@ impl PyBlob {
 
     // ------------------------------------------------------------------- files
 
-    /// Saves as a Caffe BlobProto (not available yet: raises UnsupportedError).
+    /// Saves as a Caffe BlobProto file (shape form; float32 blobs write
+    /// ``data``, float64 ``double_data``), with the diff when
+    /// ``write_diff``. The file is replaced atomically.
     #[pyo3(signature = (path, write_diff=false))]
-    fn save_caffe(&self, path: &str, write_diff: bool) -> PyResult<()> {
-        let _ = write_diff;
-        Err(crate::functions::formats_unsupported("save_caffe", path))
+    fn save_caffe(&self, py: Python<'_>, path: std::path::PathBuf, write_diff: bool) -> PyResult<()> {
+        crate::formats::file_op(py, &self.b, move |b| b.save_caffe(&path, write_diff))
     }
 
-    /// Saves as a NeoML blob archive (not available yet: raises UnsupportedError).
-    fn save_neoml(&self, path: &str) -> PyResult<()> {
-        Err(crate::functions::formats_unsupported("save_neoml", path))
+    /// The blob serialized as a Caffe BlobProto (``bytes``).
+    #[pyo3(signature = (write_diff=false))]
+    fn to_caffe_bytes<'py>(&self, py: Python<'py>, write_diff: bool) -> PyResult<Bound<'py, PyBytes>> {
+        crate::formats::to_bytes(py, &self.b, move |b| b.to_caffe_bytes(write_diff))
     }
 
-    /// Saves as a NumPy ``.npy`` file (not available yet: raises UnsupportedError).
-    fn save_npy(&self, path: &str) -> PyResult<()> {
-        Err(crate::functions::formats_unsupported("save_npy", path))
+    /// Caffe ``FromProto(proto, reshape)``: reads a BlobProto file into this
+    /// float32/float64 blob, taking the file's shape when ``reshape``, else
+    /// requiring equal shapes (``ShapeError``, blob unchanged).
+    #[pyo3(signature = (path, reshape=true))]
+    fn load_caffe_into(&self, py: Python<'_>, path: std::path::PathBuf, reshape: bool) -> PyResult<()> {
+        crate::formats::file_op(py, &self.b, move |b| b.load_caffe_into(&path, reshape))
+    }
+
+    /// Saves as a NeoML blob archive (float32 or int32, rank <= 7).
+    fn save_neoml(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        crate::formats::file_op(py, &self.b, move |b| b.save_neoml(&path))
+    }
+
+    /// The blob serialized as a NeoML blob archive (``bytes``).
+    fn to_neoml_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        crate::formats::to_bytes(py, &self.b, Blob::to_neoml_bytes)
+    }
+
+    /// Saves as a C-order NumPy ``.npy`` file (``numpy.load`` reads it).
+    fn save_npy(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        crate::formats::file_op(py, &self.b, move |b| b.save_npy(&path))
+    }
+
+    /// The blob serialized as a ``.npy`` file (``bytes``).
+    fn to_npy_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        crate::formats::to_bytes(py, &self.b, Blob::to_npy_bytes)
     }
 
     // ----------------------------------------------------------- Python protocols

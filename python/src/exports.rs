@@ -134,6 +134,9 @@ impl Foreign {
     /// The dims.
     pub fn shape(&self) -> Vec<usize> {
         let n = self.view.ndim as usize;
+        if n == 0 {
+            return Vec::new();
+        }
         if self.view.shape.is_null() {
             return vec![self.len() / self.itemsize().max(1)];
         }

@@ -131,26 +131,3 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) 
     };
     Ok(PyBlob::new(dlpack::consume(&capsule)?))
 }
-
-pub(crate) fn formats_unsupported(what: &str, path: &str) -> PyErr {
-    raise("UnsupportedError", format!("{what}({path:?}): file formats are not available in this version of blobcore yet"))
-}
-
-/// Loads a Caffe BlobProto file (not available yet: raises UnsupportedError).
-#[pyfunction]
-pub fn load_caffe(path: &str) -> PyResult<PyBlob> {
-    Err(formats_unsupported("load_caffe", path))
-}
-
-/// Loads a NeoML blob archive (not available yet: raises UnsupportedError).
-#[pyfunction]
-pub fn load_neoml(path: &str) -> PyResult<PyBlob> {
-    Err(formats_unsupported("load_neoml", path))
-}
-
-/// Loads a NumPy ``.npy`` file (not available yet: raises UnsupportedError).
-#[pyfunction]
-pub fn load_npy(path: &str) -> PyResult<PyBlob> {
-    Err(formats_unsupported("load_npy", path))
-}
-

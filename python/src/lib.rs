@@ -9,6 +9,7 @@ mod dlpack;
 mod dtypes;
 mod errors;
 mod exports;
+mod formats;
 mod functions;
 mod layout;
 
@@ -31,8 +32,13 @@ fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::merge_objects, m)?)?;
     m.add_function(wrap_pyfunction!(functions::split_objects, m)?)?;
     m.add_function(wrap_pyfunction!(functions::from_dlpack, m)?)?;
-    m.add_function(wrap_pyfunction!(functions::load_caffe, m)?)?;
-    m.add_function(wrap_pyfunction!(functions::load_neoml, m)?)?;
-    m.add_function(wrap_pyfunction!(functions::load_npy, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::load_caffe, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::load_caffe_vector, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::save_caffe_vector, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::from_caffe_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::load_neoml, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::from_neoml_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::load_npy, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::from_npy_bytes, m)?)?;
     Ok(())
 }

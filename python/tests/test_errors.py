@@ -47,7 +47,7 @@ BAD_CALLS = [
     (lambda: bc.Blob.tensor([2]).copy_from(bc.Blob.tensor([3])), bc.ShapeError, ""),
     (lambda: bc.Blob.tensor([2]).copy_from(np.zeros(3)), bc.ShapeError, "3 elements"),
     (lambda: bc.Engine.gpu(), bc.DeviceError, "GPU"),
-    (lambda: bc.load_caffe("x.binaryproto"), bc.UnsupportedError, "not available"),
+    (lambda: bc.load_caffe("x.binaryproto"), bc.IoError, "cannot read x.binaryproto"),
 ]
 
 

@@ -51,12 +51,5 @@ def test_engines_and_heads():
         bc.Engine.gpu("no such adapter")
 
 
-def test_unsupported_formats_say_so():
-    b = bc.Blob.vector(2)
-    for call in [lambda: b.save_npy("x.npy"), lambda: bc.load_npy("x.npy"), lambda: b.save_neoml("x")]:
-        with pytest.raises(bc.UnsupportedError):
-            call()
-
-
 def test_version():
     assert bc.__version__.count(".") == 2

@@ -1,0 +1,189 @@
+//! File formats: Caffe `BlobProto` ([`caffe`]), NeoML blob archives
+//! ([`neoml`]) and NumPy `.npy` ([`npy`]).
+//!
+//! Every decoder treats its input as hostile: a size field is checked
+//! against the bytes actually present before anything is allocated, so a
+//! header claiming 2^40 elements is a [`Error::Format`](crate::Error::Format)
+//! at once; truncated input and trailing bytes are Format errors; nothing
+//! panics. A decoder never allocates more than about twice its input.
+//!
+//! Saving to a path writes a temporary file next to the target and renames
+//! it into place, so a failed save leaves an existing file untouched.
+
+pub mod caffe;
+pub mod neoml;
+pub mod npy;
+
+use crate::error::{err, Error, Result};
+use crate::shape::Shape;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Reads a whole file, reporting a missing or unreadable file as an Io
+/// error naming the path, and a file too large for memory as OutOfMemory
+/// (instead of aborting).
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
+    let io = |e: std::io::Error| err!(Io, "cannot read {}: {e}", path.display());
+    let mut f = File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let len = usize::try_from(len).map_err(|_| err!(OutOfMemory, "{} is too large ({len} bytes)", path.display()))?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| err!(OutOfMemory, "cannot allocate {len} bytes to read {}", path.display()))?;
+    f.read_to_end(&mut v).map_err(io)?;
+    Ok(v)
+}
+
+/// Writes a file through `write`, atomically: the bytes go to a temporary
+/// file in the same directory, which replaces `path` only when everything
+/// was written. On error the temporary file is removed and `path` is
+/// unchanged.
+pub(crate) fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| err!(InvalidArgument, "{} does not name a file", path.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}-{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    let tmp = path.with_file_name(tmp_name);
+    let io = |e: std::io::Error| err!(Io, "cannot write {}: {e}", path.display());
+    let result = (|| {
+        let f = File::create(&tmp).map_err(io)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(io)?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(io)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Maps a writer's failure to an Io error.
+pub(crate) fn io_err(e: std::io::Error) -> Error {
+    err!(Io, "write failed: {e}")
+}
+
+/// A shape read from a file: any problem (negative dims, rank over 32, an
+/// element count that overflows) is a Format error naming the format.
+pub(crate) fn file_shape(format: &str, dims: &[i64]) -> Result<Shape> {
+    Shape::from_i64(dims).map_err(|e| err!(Format, "{format}: bad shape {dims:?}: {}", inner_message(&e)))
+}
+
+/// The message of an error without its category prefix.
+fn inner_message(e: &Error) -> String {
+    let s = e.to_string();
+    match s.split_once(": ") {
+        Some((_, rest)) => rest.to_string(),
+        None => s,
+    }
+}
+
+/// A cursor over untrusted bytes: every read checks what is left first.
+pub(crate) struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    format: &'static str,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(bytes: &'a [u8], format: &'static str) -> Cursor<'a> {
+        Cursor { bytes, pos: 0, format }
+    }
+
+    /// Bytes not read yet.
+    pub(crate) fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    /// The next `n` bytes, or a Format error saying the input ends early.
+    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(err!(
+                Format,
+                "{}: truncated input: {what} needs {n} bytes at offset {} but only {} remain",
+                self.format,
+                self.pos,
+                self.remaining()
+            ));
+        }
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    pub(crate) fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    pub(crate) fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
+
+    pub(crate) fn i32_le(&mut self, what: &str) -> Result<i32> {
+        Ok(i32::from_le_bytes(self.array(what)?))
+    }
+
+    pub(crate) fn u32_le(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    pub(crate) fn u16_le(&mut self, what: &str) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.array(what)?))
+    }
+
+    /// Succeeds only when every byte was consumed.
+    pub(crate) fn finish(&self) -> Result<()> {
+        match self.remaining() {
+            0 => Ok(()),
+            n => Err(err!(Format, "{}: {n} unexpected trailing bytes after the data", self.format)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_checks_bounds_and_trailing_bytes() {
+        let mut c = Cursor::new(&[1, 0, 0, 0, 9], "test");
+        assert_eq!(c.i32_le("x").unwrap(), 1);
+        assert!(matches!(c.finish(), Err(Error::Format(m)) if m.contains("1 unexpected trailing")));
+        assert!(matches!(c.u32_le("y"), Err(Error::Format(m)) if m.contains("truncated") && m.contains("y needs 4")));
+        assert_eq!(c.u8("z").unwrap(), 9);
+        c.finish().unwrap();
+    }
+
+    #[test]
+    fn failed_write_leaves_the_old_file() {
+        let dir = std::env::temp_dir().join(format!("blobcore-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("keep.bin");
+        std::fs::write(&p, b"old").unwrap();
+        let r = write_file(&p, |w| {
+            w.write_all(b"partial").map_err(io_err)?;
+            Err(err!(DType, "refused"))
+        });
+        assert!(matches!(r, Err(Error::DType(_))));
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "temporary file removed");
+        write_file(&p, |w| w.write_all(b"new").map_err(io_err)).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_file_is_an_io_error_naming_it() {
+        let r = read_file(Path::new("/nonexistent/blobcore.npy"));
+        assert!(matches!(r, Err(Error::Io(m)) if m.contains("/nonexistent/blobcore.npy")));
+    }
+}

@@ -1,0 +1,166 @@
+/* File formats through the C API: the real Caffe and NumPy ImageNet means
+ * agree element by element; every format round-trips; in-memory buffers
+ * are freed exactly once; bad input is an error that changes nothing.
+ *
+ *   formats <dir with the Caffe files> <scratch dir>
+ */
+#include "check.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define N (3 * 256 * 256)
+
+static char paths[8][1024];
+
+static const char *join(int slot, const char *dir, const char *name) {
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s", dir, name);
+    return paths[slot];
+}
+
+static long file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long n;
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+int main(int argc, char **argv) {
+    static float f32[N], g32[N];
+    static double f64[N];
+    const char *data = argc > 1 ? argv[1] : ".", *scratch = argc > 2 ? argv[2] : ".";
+    const char *proto = join(0, data, "imagenet_mean.binaryproto");
+    const char *npy = join(1, data, "ilsvrc_2012_mean.npy");
+    Blob *mean = NULL, *ref = NULL, *back = NULL, *sentinel = (Blob *)&failures, *out = NULL;
+    int64_t dims[4] = {0};
+    int32_t dtype = 0;
+    size_t len = 0, i, count = 0;
+    uint8_t *bytes = NULL;
+
+    /* The legacy BlobProto equals the float64 .npy cast to float32. */
+    CHECK(blob_load_caffe(NULL, proto, &mean) == BLOB_OK);
+    CHECK(blob_dims(mean, dims, 4) == BLOB_OK && dims[0] == 1 && dims[1] == 3 && dims[2] == 256 && dims[3] == 256);
+    CHECK(blob_dtype(mean, &dtype) == BLOB_OK && dtype == BLOB_F32);
+    CHECK(blob_load_npy(NULL, npy, &ref) == BLOB_OK);
+    CHECK(blob_dtype(ref, &dtype) == BLOB_OK && dtype == BLOB_F64);
+    CHECK(blob_copy_to_host(mean, f32, sizeof f32) == BLOB_OK);
+    CHECK(blob_copy_to_host(ref, f64, sizeof f64) == BLOB_OK);
+    for (i = 0; i < N; i++) {
+        if (f32[i] != (float)f64[i]) {
+            CHECK(f32[i] == (float)f64[i]);
+            break;
+        }
+    }
+
+    /* In memory: to bytes and back is exact; the buffer frees once. */
+    CHECK(blob_to_caffe_bytes(mean, false, &bytes, &len) == BLOB_OK && len > 4 * N);
+    CHECK(blob_from_caffe_bytes(NULL, bytes, len, &back) == BLOB_OK);
+    CHECK(blob_copy_to_host(back, g32, sizeof g32) == BLOB_OK && memcmp(f32, g32, sizeof f32) == 0);
+    blob_free(back);
+    back = NULL;
+    out = sentinel;
+    CHECK(blob_from_caffe_bytes(NULL, bytes, len - 1, &out) == BLOB_ERR_FORMAT && out == sentinel);
+    CHECK(blob_from_caffe_bytes(NULL, NULL, 5, &out) == BLOB_ERR_NULL_POINTER && out == sentinel);
+    CHECK(blob_from_npy_bytes(NULL, bytes, len, &out) == BLOB_ERR_FORMAT && out == sentinel);
+    CHECK(blob_from_neoml_bytes(NULL, bytes, len, &out) == BLOB_ERR_FORMAT && out == sentinel);
+    CHECK(blob_bytes_free(bytes) == BLOB_OK);
+    CHECK(blob_bytes_free(bytes) == BLOB_ERR_INVALID_HANDLE);
+    CHECK(blob_bytes_free((uint8_t *)f32) == BLOB_ERR_INVALID_HANDLE);
+    CHECK(blob_bytes_free(NULL) == BLOB_OK);
+
+    /* .npy and NeoML buffers round-trip too. */
+    CHECK(blob_to_npy_bytes(ref, &bytes, &len) == BLOB_OK);
+    CHECK(blob_from_npy_bytes(NULL, bytes, len, &back) == BLOB_OK);
+    CHECK(blob_has_equal_dims(ref, back, &(bool){false}) == BLOB_OK);
+    blob_free(back);
+    CHECK(blob_bytes_free(bytes) == BLOB_OK);
+    CHECK(blob_to_neoml_bytes(ref, &bytes, &len) == BLOB_ERR_DTYPE); /* NeoML has no float64 */
+    CHECK(blob_to_neoml_bytes(mean, &bytes, &len) == BLOB_OK && len == 46 + 4 * (size_t)N);
+    CHECK(blob_from_neoml_bytes(NULL, bytes, len, &back) == BLOB_OK);
+    CHECK(blob_copy_to_host(back, g32, sizeof g32) == BLOB_OK && memcmp(f32, g32, sizeof f32) == 0);
+    blob_free(back);
+    CHECK(blob_bytes_free(bytes) == BLOB_OK);
+
+    /* Files: save and load each format. */
+    CHECK(blob_save_caffe(mean, join(2, scratch, "mean.binaryproto"), true) == BLOB_OK);
+    CHECK(blob_load_caffe(NULL, paths[2], &back) == BLOB_OK);
+    CHECK(blob_copy_to_host(back, g32, sizeof g32) == BLOB_OK && memcmp(f32, g32, sizeof f32) == 0);
+    {
+        Blob *d = NULL;
+        double s = -1;
+        CHECK(blob_diff(back, &d) == BLOB_OK && blob_asum(d, &s) == BLOB_OK && s == 0.0);
+        blob_free(d);
+    }
+    blob_free(back);
+    CHECK(blob_save_npy(mean, join(3, scratch, "mean.npy")) == BLOB_OK);
+    CHECK(blob_load_npy(NULL, paths[3], &back) == BLOB_OK);
+    CHECK(blob_copy_to_host(back, g32, sizeof g32) == BLOB_OK && memcmp(f32, g32, sizeof f32) == 0);
+    blob_free(back);
+    CHECK(blob_save_neoml(mean, join(4, scratch, "mean.neoml")) == BLOB_OK);
+    CHECK(blob_load_neoml(NULL, paths[4], &back) == BLOB_OK);
+    CHECK(blob_copy_to_host(back, g32, sizeof g32) == BLOB_OK && memcmp(f32, g32, sizeof f32) == 0);
+    blob_free(back);
+
+    /* BlobProtoVector: ask for the count, then load. */
+    {
+        const Blob *two[2];
+        Blob *got[2] = {NULL, NULL};
+        two[0] = mean;
+        two[1] = ref;
+        CHECK(blob_save_caffe_vector(two, 2, join(5, scratch, "two.binaryproto"), false) == BLOB_OK);
+        CHECK(blob_load_caffe_vector(NULL, paths[5], NULL, 0, &count) == BLOB_ERR_OUT_OF_RANGE && count == 2);
+        CHECK(blob_load_caffe_vector(NULL, paths[5], got, 2, &count) == BLOB_OK && count == 2);
+        CHECK(blob_dtype(got[1], &dtype) == BLOB_OK && dtype == BLOB_F64);
+        blob_free(got[0]);
+        blob_free(got[1]);
+        two[1] = NULL;
+        CHECK(blob_save_caffe_vector(two, 2, paths[5], false) == BLOB_ERR_NULL_POINTER);
+    }
+
+    /* FromProto into an existing blob: shape check or reshape. */
+    {
+        const int64_t chw[3] = {3, 256, 256}, small[2] = {2, 2};
+        Blob *d = NULL, *s = NULL;
+        double sum = 0;
+        CHECK(blob_create_tensor(NULL, BLOB_F64, chw, 3, &d) == BLOB_OK);
+        CHECK(blob_load_caffe_into(d, proto, false) == BLOB_OK);
+        CHECK(blob_asum(d, &sum) == BLOB_OK && sum > 0);
+        CHECK(blob_create_tensor(NULL, BLOB_F32, small, 2, &s) == BLOB_OK);
+        CHECK(blob_fill(s, 7) == BLOB_OK);
+        CHECK(blob_load_caffe_into(s, proto, false) == BLOB_ERR_SHAPE);
+        CHECK(blob_asum(s, &sum) == BLOB_OK && sum == 28.0);
+        CHECK(blob_load_caffe_into(s, proto, true) == BLOB_OK);
+        CHECK(blob_dims(s, dims, 4) == BLOB_OK && dims[1] == 3 && dims[3] == 256);
+        blob_free(d);
+        blob_free(s);
+    }
+
+    /* Errors change nothing: a refused save keeps the file, bad paths. */
+    {
+        const int64_t two[1] = {2};
+        Blob *bf = NULL;
+        long before = file_size(paths[3]);
+        CHECK(blob_create_tensor(NULL, BLOB_BF16, two, 1, &bf) == BLOB_OK);
+        CHECK(blob_save_npy(bf, paths[3]) == BLOB_ERR_DTYPE);
+        CHECK(strstr(blob_last_error(), "bfloat16") != NULL);
+        CHECK(blob_save_caffe(bf, paths[3], false) == BLOB_ERR_DTYPE);
+        CHECK(file_size(paths[3]) == before);
+        blob_free(bf);
+    }
+    out = sentinel;
+    CHECK(blob_load_npy(NULL, join(6, scratch, "missing.npy"), &out) == BLOB_ERR_IO && out == sentinel);
+    CHECK(strstr(blob_last_error(), "missing.npy") != NULL);
+    CHECK(blob_load_caffe(NULL, "", &out) == BLOB_ERR_INVALID_ARGUMENT && out == sentinel);
+    CHECK(blob_load_neoml(NULL, NULL, &out) == BLOB_ERR_NULL_POINTER && out == sentinel);
+    CHECK(blob_load_neoml(NULL, proto, &out) == BLOB_ERR_FORMAT && out == sentinel);
+    CHECK(blob_load_npy(NULL, proto, NULL) == BLOB_ERR_NULL_POINTER);
+    CHECK(blob_save_npy(mean, join(7, scratch, "no/such/dir/x.npy")) == BLOB_ERR_IO);
+
+    blob_free(mean);
+    blob_free(ref);
+    if (failures) fprintf(stderr, "%d checks failed\n", failures);
+    else printf("formats: all checks passed\n");
+    return failures != 0;
+}
