@@ -102,6 +102,7 @@ stage:
 
 bench:
 	$(CARGO) bench -p blobcore --bench ops
+	$(CARGO) bench -p blobcore --bench formats
 
 bench-c: stage
 	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Release >/dev/null

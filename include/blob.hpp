@@ -89,6 +89,43 @@ public:
         return Blob(out);
     }
 
+    /// Loads a Caffe BlobProto / NeoML archive / .npy file.
+    static Blob load_caffe(const std::string &path, BlobEngine *e = nullptr) {
+        ::Blob *out = nullptr;
+        check(blob_load_caffe(e, path.c_str(), &out));
+        return Blob(out);
+    }
+    static Blob load_neoml(const std::string &path, BlobEngine *e = nullptr) {
+        ::Blob *out = nullptr;
+        check(blob_load_neoml(e, path.c_str(), &out));
+        return Blob(out);
+    }
+    static Blob load_npy(const std::string &path, BlobEngine *e = nullptr) {
+        ::Blob *out = nullptr;
+        check(blob_load_npy(e, path.c_str(), &out));
+        return Blob(out);
+    }
+    /// Decodes a serialized Caffe BlobProto.
+    static Blob from_caffe_bytes(const std::vector<uint8_t> &bytes, BlobEngine *e = nullptr) {
+        ::Blob *out = nullptr;
+        check(blob_from_caffe_bytes(e, bytes.data(), bytes.size(), &out));
+        return Blob(out);
+    }
+    void save_caffe(const std::string &path, bool write_diff = false) const {
+        check(blob_save_caffe(h_, path.c_str(), write_diff));
+    }
+    void save_neoml(const std::string &path) const { check(blob_save_neoml(h_, path.c_str())); }
+    void save_npy(const std::string &path) const { check(blob_save_npy(h_, path.c_str())); }
+    /// The blob serialized as a Caffe BlobProto (copied out of libblob's buffer).
+    std::vector<uint8_t> to_caffe_bytes(bool write_diff = false) const {
+        uint8_t *p = nullptr;
+        size_t n = 0;
+        check(blob_to_caffe_bytes(h_, write_diff, &p, &n));
+        std::vector<uint8_t> v(p, p + n);
+        check(blob_bytes_free(p));
+        return v;
+    }
+
     ::Blob *get() const noexcept { return h_; }
     std::vector<int64_t> dims() const {
         size_t rank = 0;

@@ -26,6 +26,16 @@ int main() {
             std::printf("caught: status %d: %s\n", e.status(), e.what());
             if (e.status() != BLOB_ERR_OUT_OF_RANGE) return 1;
         }
+        // Serialize as a Caffe BlobProto and back.
+        auto back = blob::Blob::from_caffe_bytes(seq.to_caffe_bytes());
+        std::printf("BlobProto round trip: asum %.1f\n", back.asum());
+        if (back.asum() != seq.asum()) return 1;
+        try {
+            blob::Blob::from_caffe_bytes({0xff, 0xff});
+            return 1;
+        } catch (const blob::Error &e) {
+            if (e.status() != BLOB_ERR_FORMAT) return 1;
+        }
     } catch (const blob::Error &e) {
         std::fprintf(stderr, "unexpected: %s\n", e.what());
         return 1;
