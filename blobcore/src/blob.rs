@@ -73,8 +73,10 @@ pub(crate) struct HeldBuffer {
     pub(crate) addr: usize,
     pub(crate) pos: usize,
     pub(crate) size: usize,
-    /// Keeps the memory alive (and the blob busy) while the buffer is held.
-    pub(crate) _storage: Arc<Storage>,
+    /// Keeps the memory alive (and the blob busy) while the buffer is
+    /// held, and marks it shared with the host so GPU kernels keep the
+    /// host copy current.
+    pub(crate) pin: crate::storage::Pin,
 }
 
 /// A snapshot of where a blob's elements are: what every operation works on.
@@ -297,7 +299,7 @@ impl Blob {
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
         let bytes = shape.byte_size(dtype)?;
         let capacity = shape.count();
-        let state = State { shape, storage: Storage::lazy(bytes), offset: 0, capacity, view: None, desc: None };
+        let state = State { shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, capacity, view: None, desc: None };
         Ok(Blob::from_parts(engine, dtype, state, companion))
     }
 
@@ -314,7 +316,7 @@ impl Blob {
             .checked_mul(desc.dtype().size())
             .filter(|&b| isize::try_from(b).is_ok())
             .ok_or_else(|| err!(Shape, "{desc} needs more memory than can be addressed"))?;
-        let state = State { capacity: shape.count(), shape, storage: Storage::lazy(bytes), offset: 0, view: None, desc: Some(desc.clone()) };
+        let state = State { capacity: shape.count(), shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, view: None, desc: Some(desc.clone()) };
         Ok(Blob::from_parts(engine, desc.dtype(), state, false))
     }
 
@@ -427,7 +429,7 @@ impl Blob {
             ));
         }
         // SAFETY: forwarded from this function's contract.
-        let storage = unsafe { Storage::external(ptr, byte_len, release) };
+        let storage = unsafe { Storage::external_on(ptr, byte_len, release, engine.gpu_device().cloned()) };
         let capacity = byte_len / dtype.size();
         let state = State { shape, storage, offset: 0, capacity, view: None, desc: None };
         Ok(Blob::from_parts(engine, dtype, state, false))
@@ -695,7 +697,7 @@ impl Blob {
         let es = self.dtype().size();
         let apply = |st: &mut State| {
             if shape.count() > st.capacity {
-                st.storage = Storage::lazy(shape.count() * es);
+                st.storage = Storage::lazy_on(shape.count() * es, self.engine().gpu_device().cloned());
                 st.offset = 0;
                 st.capacity = shape.count();
             }

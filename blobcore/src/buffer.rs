@@ -10,7 +10,6 @@ use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 impl Blob {
     fn buffer_range(&self, pos: i64, size: i64) -> Result<(usize, usize)> {
@@ -50,7 +49,7 @@ impl Blob {
             addr: ptr.as_ptr() as usize,
             pos,
             size,
-            _storage: Arc::clone(&region.storage),
+            pin: region.storage.pin(),
         });
         Ok(ptr)
     }
@@ -82,7 +81,7 @@ impl Blob {
         drop(stack);
         if exchange {
             if let Some(h) = held {
-                h._storage.host_write()?;
+                h.pin.storage().host_write()?;
             }
         }
         Ok(())

@@ -17,13 +17,15 @@
 use crate::blob::{non_negative, Blob};
 use crate::dtype::DType;
 use crate::error::{err, Result};
-use crate::storage::Storage;
+use crate::storage::{Pin, Storage};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// A pinned, dense, row-major view of some of a blob's elements.
 pub struct Export {
-    _storage: Arc<Storage>,
+    /// Keeps the storage alive and marks its host memory as shared, so GPU
+    /// operations keep it current.
+    _pin: Pin,
     ptr: NonNull<u8>,
     dtype: DType,
     shape: Vec<usize>,
@@ -121,7 +123,7 @@ impl Blob {
             let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
             let byte_strides = strides.iter().map(|&s| (s * es) as isize).collect();
             let dims = desc.dims().to_vec();
-            return Ok(Export { _storage: storage, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span });
+            return Ok(Export { _pin: storage.pin(), ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span });
         }
         drop(st);
         let region = self.snapshot();
@@ -154,7 +156,7 @@ impl Blob {
         let base = storage.host_write()?;
         // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
-        Ok(Export { _storage: storage, ptr, dtype: self.dtype(), shape, strides: None, span: len })
+        Ok(Export { _pin: storage.pin(), ptr, dtype: self.dtype(), shape, strides: None, span: len })
     }
 }
 

@@ -14,6 +14,7 @@
 //!   ranges at a time. This is what keeps two windows over the same memory
 //!   from handing out aliasing `&mut [T]`.
 
+use crate::engine::gpu::Gpu;
 use crate::error::{err, Result};
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -69,9 +70,27 @@ enum HostMem {
 struct State {
     head: Head,
     host: HostMem,
+    /// The device copy (GPU engine only), allocated on first device use.
+    device: Option<wgpu::Buffer>,
+    /// Live exports (raw pointers handed to NumPy, DLPack, C).
+    pins: usize,
     /// Live borrows; under the same lock as the memory so that one lock
     /// acquisition both registers a borrow and yields the pointer.
     borrows: BorrowTable,
+}
+
+impl State {
+    fn new(head: Head, host: HostMem) -> State {
+        State { head, host, device: None, pins: 0, borrows: BorrowTable::default() }
+    }
+
+    /// True when someone outside the storage may read or write the host
+    /// memory at any time: exports, wrapped memory, or host borrows
+    /// (guards and held buffers). GPU operations then keep the host copy
+    /// authoritative: they upload it first and copy their results back.
+    fn host_shared(&self) -> bool {
+        self.pins > 0 || matches!(self.host, HostMem::External { .. }) || self.borrows.entries.iter().any(|e| !e.device)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +99,8 @@ struct BorrowEntry {
     start: usize,
     end: usize,
     exclusive: bool,
+    /// Held by a GPU kernel rather than host code.
+    device: bool,
 }
 
 #[derive(Default)]
@@ -93,6 +114,8 @@ struct BorrowTable {
 pub struct Storage {
     len: usize,
     state: Mutex<State>,
+    /// The GPU of the engine that owns this storage, if any.
+    gpu: Option<Arc<Gpu>>,
 }
 
 // SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
@@ -114,10 +137,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Storage {
     /// A storage of `len` bytes that allocates on first access.
     pub fn lazy(len: usize) -> Arc<Storage> {
-        Arc::new(Storage {
-            len,
-            state: Mutex::new(State { head: Head::Uninitialized, host: HostMem::None, borrows: BorrowTable::default() }),
-        })
+        Storage::lazy_on(len, None)
+    }
+
+    /// A lazy storage that also keeps a device copy on `gpu`.
+    pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
+        Arc::new(Storage { len, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu })
     }
 
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
@@ -128,14 +153,16 @@ impl Storage {
     /// `release` is called (or forever if it is `None`), and must not be
     /// freed by anyone else meanwhile.
     pub unsafe fn external(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>) -> Arc<Storage> {
-        Arc::new(Storage {
-            len,
-            state: Mutex::new(State {
-                head: Head::HeadAtCpu,
-                host: HostMem::External { ptr, release },
-                borrows: BorrowTable::default(),
-            }),
-        })
+        // SAFETY: forwarded contract.
+        unsafe { Storage::external_on(ptr, len, release, None) }
+    }
+
+    /// [`Storage::external`] that also keeps a device copy on `gpu`.
+    ///
+    /// # Safety
+    /// As [`Storage::external`].
+    pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
+        Arc::new(Storage { len, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu })
     }
 
     /// Size in bytes (the capacity of every blob that uses it).
@@ -187,7 +214,25 @@ impl Storage {
         }
     }
 
+    /// The host base pointer, allocating on first use; when the device
+    /// copy is newer (HeadAtGpu) it is copied back first and the head
+    /// becomes Synced.
     fn host_ptr_locked(&self, st: &mut State) -> Result<NonNull<u8>> {
+        let p = self.host_base(st)?;
+        if st.head == Head::HeadAtGpu {
+            if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
+                // SAFETY: p is valid for len bytes; the storage lock is held
+                // and no host borrow exists while the head is at the GPU
+                // (GPU operations leave it there only without host users).
+                let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) };
+                gpu.download(dev, 0, host)?;
+            }
+            st.head = Head::Synced;
+        }
+        Ok(p)
+    }
+
+    fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
         if matches!(st.host, HostMem::None) {
             st.host = Storage::allocate(self.len)?;
         }
@@ -198,6 +243,80 @@ impl Storage {
             HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr())
                 .ok_or_else(|| err!(Internal, "memory map returned null"))?,
         })
+    }
+
+    /// Counts an export of the host memory until the returned pin drops.
+    pub(crate) fn pin(self: &Arc<Self>) -> Pin {
+        lock(&self.state).pins += 1;
+        Pin { storage: Arc::clone(self) }
+    }
+
+    /// Device access to bytes `[start, end)` for a GPU kernel: registers a
+    /// device borrow (Busy on a clash, as host operations), allocates the
+    /// device buffer on first use and uploads the host copy when it is
+    /// newer. Call [`Storage::device_done`] after queueing the kernel.
+    pub(crate) fn device(self: &Arc<Self>, start: usize, end: usize, write: bool) -> Result<(Borrow, wgpu::Buffer)> {
+        let gpu = self.gpu.as_ref().ok_or_else(|| err!(Internal, "device access to a storage without a GPU"))?;
+        let mut st = lock(&self.state);
+        Self::check_clash(&st.borrows, self.len, start, end, write)?;
+        if st.device.is_none() {
+            st.device = Some(gpu.alloc(self.len)?);
+        }
+        let shared = st.host_shared();
+        if st.head == Head::HeadAtCpu || (shared && st.head == Head::Synced) {
+            let p = self.host_base(&mut st)?;
+            // SAFETY: p is valid for len bytes and the storage lock is held.
+            let host = unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) };
+            let dev = st.device.as_ref().ok_or_else(|| err!(Internal, "device buffer missing"))?;
+            // Bytes a host guard or buffer is writing are skipped: they are
+            // not this kernel's (no clash), and with host users the host
+            // stays authoritative, so the device copy of them is never used.
+            let mut busy: Vec<(usize, usize)> =
+                st.borrows.entries.iter().filter(|e| e.exclusive && !e.device).map(|e| (e.start, e.end)).collect();
+            if busy.is_empty() {
+                gpu.upload(dev, 0, host)?;
+            } else {
+                busy.sort_unstable();
+                let mut at = 0usize;
+                for (s, e) in busy.into_iter().chain([(self.len, self.len)]) {
+                    // Whole words strictly outside the busy ranges.
+                    let (lo, hi) = (at.div_ceil(4) * 4, s / 4 * 4);
+                    if lo < hi {
+                        gpu.upload(dev, lo, &host[lo..hi])?;
+                    }
+                    at = at.max(e);
+                }
+            }
+            st.head = if shared { Head::HeadAtCpu } else { Head::Synced };
+        }
+        let buf = st.device.clone().ok_or_else(|| err!(Internal, "device buffer missing"))?;
+        let id = Self::register(&mut st.borrows, self.len, start, end, write, true)?;
+        drop(st);
+        Ok((Borrow { storage: Arc::clone(self), id }, buf))
+    }
+
+    /// Records what a GPU kernel did to `[start, end)`: without host users
+    /// the head moves to the GPU (after a write); with them the written
+    /// bytes are copied back at once and the host stays authoritative.
+    pub(crate) fn device_done(&self, start: usize, end: usize, write: bool) -> Result<()> {
+        let mut st = lock(&self.state);
+        if st.host_shared() {
+            if write {
+                let p = self.host_base(&mut st)?;
+                if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
+                    // SAFETY: [start, end) lies inside the storage (checked
+                    // when the device borrow was registered); the lock is held.
+                    let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr().add(start), end - start) };
+                    gpu.download(dev, start, host)?;
+                }
+                st.head = Head::HeadAtCpu;
+            } else if st.head == Head::Synced {
+                st.head = Head::HeadAtCpu;
+            }
+        } else if write || st.head == Head::Uninitialized {
+            st.head = Head::HeadAtGpu;
+        }
+        Ok(())
     }
 
     /// The host pointer holding current data, allocating (zeroed) on first
@@ -224,7 +343,7 @@ impl Storage {
     /// overlap each other; an exclusive one overlaps nothing.
     pub fn borrow(self: &Arc<Self>, start: usize, end: usize, exclusive: bool) -> Result<Borrow> {
         let mut st = lock(&self.state);
-        let id = Self::register(&mut st.borrows, self.len, start, end, exclusive)?;
+        let id = Self::register(&mut st.borrows, self.len, start, end, exclusive, false)?;
         Ok(Borrow { storage: Arc::clone(self), id })
     }
 
@@ -234,7 +353,7 @@ impl Storage {
     /// otherwise the head becomes at least HeadAtCpu (as [`Storage::host_read`]).
     pub fn acquire(self: Arc<Self>, start: usize, end: usize, exclusive: bool, write: bool) -> Result<(Borrow, NonNull<u8>)> {
         let mut st = lock(&self.state);
-        let id = Self::register(&mut st.borrows, self.len, start, end, exclusive)?;
+        let id = Self::register(&mut st.borrows, self.len, start, end, exclusive, false)?;
         let p = match self.host_ptr_locked(&mut st) {
             Ok(p) => p,
             Err(e) => {
@@ -285,11 +404,11 @@ impl Storage {
         Ok(())
     }
 
-    fn register(t: &mut BorrowTable, len: usize, start: usize, end: usize, exclusive: bool) -> Result<u64> {
+    fn register(t: &mut BorrowTable, len: usize, start: usize, end: usize, exclusive: bool, device: bool) -> Result<u64> {
         Self::check_clash(t, len, start, end, exclusive)?;
         t.next_id += 1;
         let id = t.next_id;
-        t.entries.push(BorrowEntry { id, start, end, exclusive });
+        t.entries.push(BorrowEntry { id, start, end, exclusive, device });
         Ok(id)
     }
 
@@ -322,6 +441,26 @@ impl Drop for Storage {
             }
             HostMem::Mapped(_) | HostMem::External { release: None, .. } | HostMem::None => {}
         }
+    }
+}
+
+/// An export's hold on a storage: keeps it alive and counted as shared
+/// with the host until dropped.
+pub(crate) struct Pin {
+    storage: Arc<Storage>,
+}
+
+impl Pin {
+    /// The pinned storage.
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        let mut st = lock(&self.storage.state);
+        st.pins = st.pins.saturating_sub(1);
     }
 }
 

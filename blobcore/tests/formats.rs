@@ -2,8 +2,10 @@
 //! the ImageNet mean as a legacy Caffe BlobProto must equal the same mean
 //! saved by NumPy as float64, and every format must round-trip exactly.
 
+mod common;
+
 use blobcore::io::caffe::BlobProto;
-use blobcore::{Blob, DType, Engine, Error};
+use blobcore::{Blob, DType, Error};
 use std::path::PathBuf;
 
 fn data(name: &str) -> PathBuf {
@@ -20,7 +22,7 @@ fn tmp(name: &str) -> PathBuf {
 
 #[test]
 fn imagenet_mean_binaryproto_equals_the_npy() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let proto = Blob::load_caffe(&e, data("imagenet_mean.binaryproto")).unwrap();
     assert_eq!(proto.dims(), [1, 3, 256, 256]);
     assert_eq!(proto.dtype(), DType::F32);
@@ -41,7 +43,7 @@ fn imagenet_mean_binaryproto_equals_the_npy() {
 
 #[test]
 fn cifar10_mean_is_legacy_1x3x32x32() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let b = Blob::load_caffe(&e, data("cifar10_mean.binaryproto")).unwrap();
     assert_eq!(b.dims(), [1, 3, 32, 32]);
     assert!(b.diff_if_created().is_none());
@@ -56,7 +58,7 @@ fn cifar10_mean_is_legacy_1x3x32x32() {
 
 #[test]
 fn caffe_round_trip_is_exact_and_writes_the_shape_form() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let a = Blob::load_caffe(&e, data("imagenet_mean.binaryproto")).unwrap();
     let p = tmp("imagenet.binaryproto");
     a.save_caffe(&p, false).unwrap();
@@ -76,7 +78,7 @@ fn caffe_round_trip_is_exact_and_writes_the_shape_form() {
 
 #[test]
 fn npy_round_trip_is_exact_for_every_numpy_dtype() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let a = Blob::load_npy(&e, data("ilsvrc_2012_mean.npy")).unwrap();
     let p = tmp("mean.npy");
     a.save_npy(&p).unwrap();
@@ -97,7 +99,7 @@ fn npy_round_trip_is_exact_for_every_numpy_dtype() {
 
 #[test]
 fn neoml_round_trip_is_exact() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let mean = Blob::load_caffe(&e, data("cifar10_mean.binaryproto")).unwrap();
     // As NeoML holds an image batch: BL=1, BW=1, LS=1, H=3, W=32, D=1, C=32.
     let a = Blob::image2d(&e, DType::F32, 1, 1, 3, 32, 32).unwrap();
@@ -115,7 +117,7 @@ fn neoml_round_trip_is_exact() {
 
 #[test]
 fn errors_name_the_file_and_change_nothing() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let missing = tmp("does-not-exist.npy");
     assert!(matches!(Blob::load_npy(&e, &missing), Err(Error::Io(m)) if m.contains("does-not-exist.npy")));
     // Loading a BlobProto as .npy or NeoML is a Format error.
@@ -137,7 +139,7 @@ fn errors_name_the_file_and_change_nothing() {
 
 #[test]
 fn from_proto_into_an_existing_blob() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let bytes = std::fs::read(data("cifar10_mean.binaryproto")).unwrap();
     // Caffe Blob<double>::FromProto(proto, reshape=true) on a 1x1 blob.
     let b = Blob::tensor(&e, DType::F64, &[1, 1]).unwrap();

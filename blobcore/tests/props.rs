@@ -3,7 +3,9 @@
 //! on random shapes including zero dims; plus fixed large cases that take
 //! the multi-threaded paths.
 
-use blobcore::{Blob, DType, Element, Engine};
+mod common;
+
+use blobcore::{Blob, DType, Element};
 use half::{bf16, f16};
 use ndarray::{concatenate, ArrayD, Axis, IxDyn, Slice};
 use proptest::prelude::*;
@@ -74,7 +76,7 @@ fn transpose_case<T: Element>(dims: Vec<usize>, d1: usize, d2: usize) {
     v.swap_axes(d1, d2);
     let want = v.as_standard_layout().into_owned();
     check(&b.transposed(d1 as isize, d2 as isize).unwrap(), &want);
-    let dst = Blob::tensor(&Engine::cpu(), T::DTYPE, want.shape()).unwrap();
+    let dst = Blob::tensor(&common::engine(), T::DTYPE, want.shape()).unwrap();
     dst.transpose_from(&b, d1 as isize - dims.len() as isize, d2 as isize).unwrap();
     check(&dst, &want);
 }

@@ -1,18 +1,20 @@
 //! Windows, slices, LIFO buffers, guards, the busy rule, diffs and sharing.
 
-use blobcore::{Blob, BlobDim, DType, Engine, Head};
+mod common;
+
+use blobcore::{Blob, BlobDim, DType, Head};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 fn ramp(dims: &[usize]) -> Blob {
     let n: usize = dims.iter().product();
     let v: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    Blob::from_slice(&Engine::cpu(), dims, &v).unwrap()
+    Blob::from_slice(&common::engine(), dims, &v).unwrap()
 }
 
 #[test]
 fn neoml_constructors_fill_named_dims() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let d = Blob::data(&e, DType::F32, 2, 3, 4).unwrap();
     assert_eq!(d.dims(), [2, 3, 1, 1, 1, 1, 4]);
     let l = Blob::list(&e, DType::I32, 2, 3, 5, 4).unwrap();
@@ -41,12 +43,15 @@ fn neoml_constructors_fill_named_dims() {
 
 #[test]
 fn untouched_blob_reads_as_zeros_and_allocates_lazily() {
-    let b = Blob::tensor(&Engine::cpu(), DType::F32, &[1000, 1000]).unwrap();
+    let b = Blob::tensor(&common::engine(), DType::F32, &[1000, 1000]).unwrap();
     assert_eq!(b.head(), Head::Uninitialized);
     assert!(!b.is_allocated());
     let c = b.copy().unwrap(); // copying reads the source: it gets allocated (as zeros)
     assert_eq!(c.asum().unwrap(), 0.0);
-    assert_eq!(b.head(), Head::HeadAtCpu);
+    // On a GPU engine the kernel allocated the device side (Caffe's
+    // gpu_data() of an uninitialized SyncedMemory: HEAD_AT_GPU).
+    let side = if b.engine().is_gpu() { Head::HeadAtGpu } else { Head::HeadAtCpu };
+    assert_eq!(b.head(), side);
 }
 
 #[test]
@@ -222,15 +227,15 @@ fn diff_follows_reshape_and_update_subtracts() {
 #[test]
 fn share_data_and_share_diff() {
     let a = ramp(&[2, 3]);
-    let b = Blob::tensor(&Engine::cpu(), DType::F32, &[3, 2]).unwrap();
+    let b = Blob::tensor(&common::engine(), DType::F32, &[3, 2]).unwrap();
     b.share_data(&a).unwrap();
     assert!(b.shares_memory(&a));
     a.fill(2.0).unwrap();
     assert_eq!(b.asum().unwrap(), 12.0);
     assert_eq!(a.reshape(&[10]).unwrap_err().code(), 8, "shared memory cannot be reallocated");
-    let c = Blob::tensor(&Engine::cpu(), DType::F32, &[7]).unwrap();
+    let c = Blob::tensor(&common::engine(), DType::F32, &[7]).unwrap();
     assert_eq!(c.share_data(&a).unwrap_err().code(), 4);
-    let i = Blob::tensor(&Engine::cpu(), DType::I32, &[6]).unwrap();
+    let i = Blob::tensor(&common::engine(), DType::I32, &[6]).unwrap();
     assert_eq!(i.share_data(&a).unwrap_err().code(), 5);
     b.share_diff(&a).unwrap();
     a.diff().unwrap().fill(1.0).unwrap();
@@ -269,7 +274,7 @@ fn copies_and_clones() {
     w1.set_parent_pos(1).unwrap();
     assert_eq!(w0.copy_from(&w1).unwrap_err().code(), 3);
     // Caffe CopyFrom with reshape.
-    let r = Blob::tensor(&Engine::cpu(), DType::F32, &[1]).unwrap();
+    let r = Blob::tensor(&common::engine(), DType::F32, &[1]).unwrap();
     assert_eq!(r.copy_from_caffe(&c, false, false).unwrap_err().code(), 4);
     r.copy_from_caffe(&c, false, true).unwrap();
     assert_eq!(r.to_vec::<f32>().unwrap(), c.to_vec::<f32>().unwrap());
@@ -283,7 +288,7 @@ fn copies_and_clones() {
 
 #[test]
 fn objects_fill_and_clear() {
-    let b = Blob::list(&Engine::cpu(), DType::I32, 1, 2, 2, 3).unwrap();
+    let b = Blob::list(&common::engine(), DType::I32, 1, 2, 2, 3).unwrap();
     b.fill(1.0).unwrap();
     b.fill_object(2, 5.0).unwrap();
     b.clear_object(0).unwrap();
@@ -294,7 +299,7 @@ fn objects_fill_and_clear() {
 
 #[test]
 fn validation_errors_change_nothing() {
-    let e = Engine::cpu();
+    let e = common::engine();
     let a = ramp(&[2, 3]);
     let b = ramp(&[2, 4]);
     let to = Blob::tensor(&e, DType::F32, &[4, 3]).unwrap();
@@ -339,7 +344,7 @@ fn wrapped_memory_is_shared_and_released_once() {
     let shape = blobcore::Shape::new(&[2, 2]).unwrap();
     // SAFETY: `data` outlives the blob and everything made from it below.
     let b = unsafe {
-        Blob::wrap(&Engine::cpu(), DType::F32, shape.clone(), ptr, 16, Some(Box::new(|| {
+        Blob::wrap(&common::engine(), DType::F32, shape.clone(), ptr, 16, Some(Box::new(|| {
             RELEASED.fetch_add(1, Ordering::SeqCst);
         })))
     }
@@ -357,7 +362,7 @@ fn wrapped_memory_is_shared_and_released_once() {
     let c2 = Arc::clone(&calls);
     // SAFETY: rejected before the pointer is used.
     let e = unsafe {
-        Blob::wrap(&Engine::cpu(), DType::F32, shape.clone(), ptr, 15, Some(Box::new(move || {
+        Blob::wrap(&common::engine(), DType::F32, shape.clone(), ptr, 15, Some(Box::new(move || {
             c2.fetch_add(1, Ordering::SeqCst);
         })))
     }
@@ -365,14 +370,14 @@ fn wrapped_memory_is_shared_and_released_once() {
     assert_eq!(e.code(), 3);
     let odd = std::ptr::NonNull::new(unsafe { ptr.as_ptr().add(1) }).unwrap();
     // SAFETY: rejected before the pointer is used.
-    let e = unsafe { Blob::wrap(&Engine::cpu(), DType::F32, shape, odd, 15, None) }.unwrap_err();
+    let e = unsafe { Blob::wrap(&common::engine(), DType::F32, shape, odd, 15, None) }.unwrap_err();
     assert_eq!(e.code(), 3);
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
 #[test]
 fn threads_share_blobs_safely() {
-    let b = Blob::tensor(&Engine::cpu(), DType::I32, &[8, 1000]).unwrap();
+    let b = Blob::tensor(&common::engine(), DType::I32, &[8, 1000]).unwrap();
     std::thread::scope(|s| {
         for t in 0..8 {
             let b = &b;
@@ -411,7 +416,7 @@ fn busy_rule_holds_on_both_sides_of_the_small_blob_fast_path() {
     // Blobs up to 16 KiB are worked on under the storage lock, larger
     // ones through a registered borrow: both must respect live guards.
     for n in [8usize, 4096, 4097, 1 << 16] {
-        let b = Blob::vector(&Engine::cpu(), DType::F32, n).unwrap();
+        let b = Blob::vector(&common::engine(), DType::F32, n).unwrap();
         assert_eq!(b.is_small(), n * 4 <= 16 << 10, "n = {n}");
         b.fill(1.0).unwrap();
         {

@@ -15,6 +15,41 @@ pub extern "C" fn blob_engine_cpu(out_engine: *mut *mut BlobEngine) -> i32 {
     })
 }
 
+/// Makes `engine` the default engine: what a NULL engine argument means
+/// from now on (NULL restores the CPU engine). Without this call the
+/// default is the CPU engine, or the GPU when the environment variable
+/// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`).
+#[no_mangle]
+pub extern "C" fn blob_set_default_engine(engine: *const BlobEngine) -> i32 {
+    ffi!({
+        let e = if engine.is_null() { Engine::cpu() } else { handles::engine(engine)? };
+        Engine::set_default(&e);
+        Ok(())
+    })
+}
+
+/// The engine a blob lives on, as a new handle (free it with
+/// `blob_engine_free`; the engine lives on while blobs use it).
+#[no_mangle]
+pub extern "C" fn blob_engine(b: *const crate::handles::Blob, out_engine: *mut *mut BlobEngine) -> i32 {
+    ffi!({
+        let o = out(out_engine, "out")?;
+        let e = handles::blob(b, "blob")?.engine().clone();
+        put(o, handles::issue_engine(e));
+        Ok(())
+    })
+}
+
+/// Whether the engine is a GPU engine (`*out` true) or the CPU engine.
+#[no_mangle]
+pub extern "C" fn blob_engine_is_gpu(engine: *const BlobEngine, out: *mut bool) -> i32 {
+    ffi!({
+        let o = crate::status::out(out, "out")?;
+        put(o, handles::engine(engine)?.is_gpu());
+        Ok(())
+    })
+}
+
 /// Hands out a GPU engine on the adapter whose name contains `adapter_hint`
 /// (NULL = any). `BLOB_ERR_DEVICE` when no GPU engine is available.
 #[no_mangle]

@@ -118,7 +118,9 @@ pub fn issue_engine(e: Engine) -> *mut BlobEngine {
 /// The engine behind a handle; NULL is the default CPU engine.
 pub fn engine(h: *const BlobEngine) -> Result<Engine, Error> {
     if h.is_null() {
-        return Ok(Engine::cpu());
+        // The default engine: the CPU unless blob_set_default_engine or
+        // BLOBCORE_ENGINE chose another.
+        return Engine::default_engine();
     }
     ENGINES
         .read()

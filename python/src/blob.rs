@@ -37,14 +37,38 @@ impl PyEngine {
         Ok(PyEngine { e: core(Engine::gpu(adapter))? })
     }
 
-    /// The engine's name ("cpu").
+    /// The engine's name ("cpu" or "gpu").
     #[getter]
     fn name(&self) -> &'static str {
         self.e.name()
     }
 
+    /// The GPU adapter's name (None for the CPU engine).
+    #[getter]
+    fn adapter(&self) -> Option<String> {
+        self.e.adapter_name()
+    }
+
+    /// The default engine: what ``engine=None`` means (the CPU unless
+    /// ``set_default`` or the ``BLOBCORE_ENGINE`` environment variable
+    /// chose another).
+    #[staticmethod]
+    fn default() -> PyResult<Self> {
+        Ok(PyEngine { e: core(Engine::default_engine())? })
+    }
+
+    /// Makes ``engine`` the default engine for every later call that
+    /// passes ``engine=None``.
+    #[staticmethod]
+    fn set_default(engine: PyRef<'_, PyEngine>) {
+        Engine::set_default(&engine.e);
+    }
+
     fn __repr__(&self) -> String {
-        format!("blobcore.Engine.{}()", self.e.name())
+        match self.e.adapter_name() {
+            Some(a) => format!("blobcore.Engine.gpu({a:?})"),
+            None => format!("blobcore.Engine.{}()", self.e.name()),
+        }
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
@@ -56,8 +80,13 @@ impl PyEngine {
     }
 }
 
-pub(crate) fn engine_of(e: Option<PyRef<'_, PyEngine>>) -> Engine {
-    e.map(|e| e.e.clone()).unwrap_or_else(Engine::cpu)
+/// The engine given, or the default one (``bc.set_default_engine``, or
+/// the ``BLOBCORE_ENGINE`` environment variable; the CPU otherwise).
+pub(crate) fn engine_of(e: Option<PyRef<'_, PyEngine>>) -> PyResult<Engine> {
+    match e {
+        Some(e) => Ok(e.e.clone()),
+        None => core(Engine::default_engine()),
+    }
 }
 
 /// A blob: an N-d array of one dtype on an engine, with NeoML's seven
@@ -128,7 +157,7 @@ impl PyBlob {
     #[pyo3(signature = (batch_length, batch_width, channels, dtype=None, engine=None))]
     fn data(batch_length: i64, batch_width: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
         let d = udims(&[batch_length, batch_width, channels])?;
-        Ok(Self::new(core(Blob::data(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2]))?))
+        Ok(Self::new(core(Blob::data(&engine_of(engine)?, dtypes::from_py(dtype)?, d[0], d[1], d[2]))?))
     }
 
     /// NeoML ``CreateListBlob``: (BatchLength, BatchWidth, ListSize, 1, 1, 1, Channels).
@@ -136,7 +165,7 @@ impl PyBlob {
     #[pyo3(signature = (batch_length, batch_width, list_size, channels, dtype=None, engine=None))]
     fn list(batch_length: i64, batch_width: i64, list_size: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
         let d = udims(&[batch_length, batch_width, list_size, channels])?;
-        Ok(Self::new(core(Blob::list(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3]))?))
+        Ok(Self::new(core(Blob::list(&engine_of(engine)?, dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3]))?))
     }
 
     /// NeoML ``Create2DImageBlob``: (BatchLength, BatchWidth, 1, Height, Width, 1, Channels).
@@ -145,7 +174,7 @@ impl PyBlob {
     #[allow(clippy::too_many_arguments)]
     fn image2d(batch_length: i64, batch_width: i64, height: i64, width: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
         let d = udims(&[batch_length, batch_width, height, width, channels])?;
-        Ok(Self::new(core(Blob::image2d(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3], d[4]))?))
+        Ok(Self::new(core(Blob::image2d(&engine_of(engine)?, dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3], d[4]))?))
     }
 
     /// NeoML ``Create3DImageBlob``: (BatchLength, BatchWidth, 1, Height, Width, Depth, Channels).
@@ -154,7 +183,7 @@ impl PyBlob {
     #[allow(clippy::too_many_arguments)]
     fn image3d(batch_length: i64, batch_width: i64, height: i64, width: i64, depth: i64, channels: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
         let d = udims(&[batch_length, batch_width, height, width, depth, channels])?;
-        Ok(Self::new(core(Blob::image3d(&engine_of(engine), dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3], d[4], d[5]))?))
+        Ok(Self::new(core(Blob::image3d(&engine_of(engine)?, dtypes::from_py(dtype)?, d[0], d[1], d[2], d[3], d[4], d[5]))?))
     }
 
     /// A blob with these dims (rank 0..=32). Reads as zeros; nothing is
@@ -162,7 +191,7 @@ impl PyBlob {
     #[staticmethod]
     #[pyo3(signature = (dims, dtype=None, engine=None))]
     fn tensor(dims: Vec<i64>, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
-        Ok(Self::new(core(Blob::new(&engine_of(engine), dtypes::from_py(dtype)?, core(Shape::from_i64(&dims))?))?))
+        Ok(Self::new(core(Blob::new(&engine_of(engine)?, dtypes::from_py(dtype)?, core(Shape::from_i64(&dims))?))?))
     }
 
     /// A rank-1 blob of ``n`` elements.
@@ -186,7 +215,7 @@ impl PyBlob {
     #[staticmethod]
     #[pyo3(signature = (array, copy=true, engine=None))]
     fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, copy: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
-        let engine = engine_of(engine);
+        let engine = engine_of(engine)?;
         if let Ok(b) = array.cast::<PyBlob>() {
             if !copy {
                 return Err(raise("InvalidArgumentError", "from_numpy(copy=False) of a Blob: use the blob itself, or a view"));
@@ -368,7 +397,7 @@ impl PyBlob {
     #[staticmethod]
     #[pyo3(signature = (desc, engine=None))]
     fn with_desc(desc: PyRef<'_, crate::layout::PyTensorDesc>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
-        Ok(Self::new(core(Blob::with_desc(&engine_of(engine), &desc.d))?))
+        Ok(Self::new(core(Blob::with_desc(&engine_of(engine)?, &desc.d))?))
     }
 
     /// The blob's TensorDesc (dense row-major by default).

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 type Loader = fn(&Engine, &std::path::Path) -> blobcore::Result<Blob>;
 
 fn load(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>, f: Loader) -> PyResult<PyBlob> {
-    let e = engine_of(engine);
+    let e = engine_of(engine)?;
     run(py, false, move || f(&e, &path)).map(PyBlob::new)
 }
 
@@ -42,7 +42,7 @@ pub fn load_caffe(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngi
 #[pyfunction]
 #[pyo3(signature = (path, engine=None))]
 pub fn load_caffe_vector(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Vec<PyBlob>> {
-    let e = engine_of(engine);
+    let e = engine_of(engine)?;
     let v = run(py, false, move || Blob::load_caffe_vector(&e, &path))?;
     Ok(v.into_iter().map(PyBlob::new).collect())
 }
@@ -62,7 +62,7 @@ pub fn save_caffe_vector(py: Python<'_>, path: PathBuf, blobs: Vec<PyRef<'_, PyB
 #[pyfunction]
 #[pyo3(signature = (data, engine=None))]
 pub fn from_caffe_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let e = engine_of(engine);
+    let e = engine_of(engine)?;
     with_bytes(data, |b| run(data.py(), false, || Blob::from_caffe_bytes(&e, b)).map(PyBlob::new))
 }
 
@@ -77,7 +77,7 @@ pub fn load_neoml(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngi
 #[pyfunction]
 #[pyo3(signature = (data, engine=None))]
 pub fn from_neoml_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let e = engine_of(engine);
+    let e = engine_of(engine)?;
     with_bytes(data, |b| run(data.py(), false, || Blob::from_neoml_bytes(&e, b)).map(PyBlob::new))
 }
 
@@ -93,7 +93,7 @@ pub fn load_npy(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine
 #[pyfunction]
 #[pyo3(signature = (data, engine=None))]
 pub fn from_npy_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let e = engine_of(engine);
+    let e = engine_of(engine)?;
     with_bytes(data, |b| run(data.py(), false, || Blob::from_npy_bytes(&e, b)).map(PyBlob::new))
 }
 

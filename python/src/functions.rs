@@ -116,7 +116,7 @@ pub fn split_objects(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_,
 #[pyfunction]
 #[pyo3(signature = (obj, engine=None))]
 pub fn from_dlpack(obj: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let _ = engine_of(engine);
+    let _ = engine_of(engine)?;
     let capsule = if obj.hasattr("__dlpack__")? {
         let kwargs = pyo3::types::PyDict::new(obj.py());
         kwargs.set_item("max_version", (1u32, 1u32))?;

@@ -1,17 +1,27 @@
 //! Engines: where a blob's data lives and where its operations run
 //! (NeoML's `IMathEngine`). The CPU engine is the default and needs no
-//! setup; the GPU engine (wgpu) plugs in here.
+//! setup; the GPU engine ([`gpu`], on wgpu) is created explicitly with
+//! [`Engine::gpu`].
 
 pub mod cpu;
+pub mod gpu;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// What [`Engine::default_engine`] returns, once chosen.
+static DEFAULT: RwLock<Option<Engine>> = RwLock::new(None);
+/// The engine `BLOBCORE_ENGINE` names, opened on first use.
+static FROM_ENV: OnceLock<crate::Result<Engine>> = OnceLock::new();
 
 /// What kind of engine this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EngineKind {
     /// Host memory, operations on the CPU (all cores for large ops).
     Cpu,
+    /// A wgpu device: blobs keep a device buffer next to their host
+    /// memory, synced lazily; operations run as WGSL kernels.
+    Gpu,
 }
 
 /// A handle to an engine; cheap to clone, shared by the blobs created on it.
@@ -22,6 +32,7 @@ pub struct Engine {
 
 struct EngineInner {
     kind: EngineKind,
+    gpu: Option<Arc<gpu::Gpu>>,
 }
 
 impl Engine {
@@ -30,16 +41,62 @@ impl Engine {
         cpu::default_engine()
     }
 
-    /// A GPU engine on the adapter whose name contains `adapter_hint` (any
-    /// adapter when `None`). This build has no GPU backend yet, so it is
-    /// always `Error::Device`; the wgpu engine will plug in here.
+    /// A new GPU engine on the first adapter whose name contains
+    /// `adapter_hint` (wgpu's preferred adapter when `None`), with its own
+    /// device and queue; its kernels are compiled here, once. No adapter is
+    /// `Error::Device`, naming the adapters found.
     pub fn gpu(adapter_hint: Option<&str>) -> crate::Result<Engine> {
-        let which = adapter_hint.map(|h| format!(" matching {h:?}")).unwrap_or_default();
-        Err(crate::error::err!(Device, "no GPU adapter{which}: this build of blobcore has no GPU backend yet"))
+        let g = gpu::Gpu::open(adapter_hint)?;
+        Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Gpu, gpu: Some(Arc::new(g)) }) })
     }
 
     pub(crate) fn new_cpu() -> Engine {
-        Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cpu }) }
+        Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cpu, gpu: None }) }
+    }
+
+    /// The default engine: what the C API's NULL engine and Python's
+    /// `engine=None` mean. It is the CPU engine unless
+    /// [`Engine::set_default`] chose another, or the environment variable
+    /// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`), which
+    /// runs unmodified programs — and the test suites — on a GPU. A GPU
+    /// named there but missing is `Error::Device` here.
+    pub fn default_engine() -> crate::Result<Engine> {
+        if let Some(e) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            return Ok(e.clone());
+        }
+        FROM_ENV
+            .get_or_init(|| match std::env::var("BLOBCORE_ENGINE").as_deref() {
+                Err(_) | Ok("") | Ok("cpu") => Ok(Engine::cpu()),
+                Ok("gpu") => Engine::gpu(None),
+                Ok(v) => match v.strip_prefix("gpu:") {
+                    Some(hint) => Engine::gpu(Some(hint)),
+                    None => Err(crate::error::err!(
+                        InvalidArgument,
+                        "BLOBCORE_ENGINE={v:?} is not \"cpu\", \"gpu\" or \"gpu:<adapter>\""
+                    )),
+                },
+            })
+            .clone()
+    }
+
+    /// Makes `engine` the default engine (see [`Engine::default_engine`]).
+    pub fn set_default(engine: &Engine) {
+        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(engine.clone());
+    }
+
+    /// True for a GPU engine.
+    pub fn is_gpu(&self) -> bool {
+        self.inner.kind == EngineKind::Gpu
+    }
+
+    /// The GPU behind this engine, if it is one.
+    pub(crate) fn gpu_device(&self) -> Option<&Arc<gpu::Gpu>> {
+        self.inner.gpu.as_ref()
+    }
+
+    /// The adapter's name for a GPU engine (e.g. "llvmpipe (LLVM 15...)").
+    pub fn adapter_name(&self) -> Option<String> {
+        self.inner.gpu.as_ref().map(|g| g.adapter_name().to_string())
     }
 
     /// The engine's kind.
@@ -51,6 +108,7 @@ impl Engine {
     pub fn name(&self) -> &'static str {
         match self.inner.kind {
             EngineKind::Cpu => "cpu",
+            EngineKind::Gpu => "gpu",
         }
     }
 

@@ -3,7 +3,7 @@
 use crate::blob::Blob;
 use crate::dtype::{dispatch, Element};
 use crate::error::{err, Result};
-use crate::ops::{dst_src, par_chunks_mut, par_zip_mut};
+use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut};
 
 #[derive(Clone, Copy)]
 enum BinOp {
@@ -64,6 +64,11 @@ impl Blob {
         if dst.shape != src.shape {
             return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
         }
+        if let Some(g) = gpu::common_gpu(&[self, other]) {
+            if (dst.same_bytes(&src) || !dst.overlaps(&src)) && gpu::binary(&g, dst.clone(), src.clone(), matches!(op, BinOp::Sub))? {
+                return Ok(());
+            }
+        }
         if dst.same_bytes(&src) {
             let mut w = dst.write()?;
             dispatch!(self.dtype(), T => par_chunks_mut(w.typed_mut::<T>(), |c| op.apply_self(c)));
@@ -78,6 +83,11 @@ impl Blob {
     /// multiply in their own precision; integers in f64, then truncate and
     /// saturate.
     pub fn scale(&self, factor: f64) -> Result<()> {
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if gpu::scale(&g, self.snapshot(), factor)? {
+                return Ok(());
+            }
+        }
         self.with_write(|w| {
             dispatch!(self.dtype(), T => {
                 par_chunks_mut(w.typed_mut::<T>(), |c| c.iter_mut().for_each(|x| *x = T::scale(*x, factor)));

@@ -4,7 +4,7 @@ use crate::blob::Blob;
 use crate::dtype::{DType, Element};
 use crate::engine::Engine;
 use crate::error::{err, Result};
-use crate::ops::{dst_src, par_copy};
+use crate::ops::{dst_src, gpu, par_copy};
 use crate::shape::Shape;
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
@@ -27,6 +27,13 @@ impl Blob {
         }
         if d.same_bytes(&s) {
             return Ok(());
+        }
+        if let Some(g) = gpu::common_gpu(&[self, src]) {
+            let n = d.count();
+            let one = gpu::Strided { dims: vec![n], dst_off: d.offset, dst_strides: vec![1], src_off: s.offset, src_strides: vec![1] };
+            if !d.overlaps(&s) && gpu::copies(&g, d.clone(), s.clone(), &[one])? {
+                return Ok(());
+            }
         }
         let (mut w, r) = dst_src(&d, &s, "copy_from")?;
         par_copy(w.bytes_mut(), r.bytes());

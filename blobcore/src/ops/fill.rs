@@ -3,12 +3,17 @@
 use crate::blob::{non_negative, Blob};
 use crate::dtype::{dispatch, Element};
 use crate::error::{err, Result};
-use crate::ops::par_chunks_mut;
+use crate::ops::{gpu, par_chunks_mut};
 
 impl Blob {
     /// Sets every element to `value`, converted as [`Element::from_f64`]
     /// does (integers truncate toward zero and saturate).
     pub fn fill(&self, value: f64) -> Result<()> {
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if gpu::fill(&g, self.snapshot(), Some(value))? {
+                return Ok(());
+            }
+        }
         self.with_write(|w| {
             dispatch!(self.dtype(), T => {
                 let v = T::from_f64(value);
@@ -19,6 +24,11 @@ impl Blob {
 
     /// Sets every element to zero (NeoML `Clear`).
     pub fn clear(&self) -> Result<()> {
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if gpu::fill(&g, self.snapshot(), None)? {
+                return Ok(());
+            }
+        }
         self.with_write(|w| par_chunks_mut(w.bytes_mut(), |c| c.fill(0)))
     }
 
@@ -38,7 +48,13 @@ impl Blob {
     /// Sets every element of object `n` (of BatchLength * BatchWidth *
     /// ListSize objects, each Height * Width * Depth * Channels long) to `value`.
     pub fn fill_object(&self, n: i64, value: f64) -> Result<()> {
-        let mut w = self.object_region(n)?.into_write()?;
+        let region = self.object_region(n)?;
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if gpu::fill(&g, region.clone(), Some(value))? {
+                return Ok(());
+            }
+        }
+        let mut w = region.into_write()?;
         dispatch!(self.dtype(), T => {
             let v = T::from_f64(value);
             w.typed_mut::<T>().fill(v);
@@ -48,7 +64,13 @@ impl Blob {
 
     /// Sets object `n` to zero (NeoML `ClearObject`).
     pub fn clear_object(&self, n: i64) -> Result<()> {
-        self.object_region(n)?.into_write()?.bytes_mut().fill(0);
+        let region = self.object_region(n)?;
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if gpu::fill(&g, region.clone(), None)? {
+                return Ok(());
+            }
+        }
+        region.into_write()?.bytes_mut().fill(0);
         Ok(())
     }
 }

@@ -5,7 +5,7 @@
 use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
-use crate::ops::{par_copy, TASK_BYTES};
+use crate::ops::{gpu, par_copy, TASK_BYTES};
 use crate::shape::BlobDim;
 use rayon::prelude::*;
 
@@ -36,6 +36,11 @@ impl Plan {
     fn new(outer: usize, chunks: Vec<usize>) -> Plan {
         let row = chunks.iter().sum();
         Plan { outer, chunks, row }
+    }
+
+    /// The chunks in elements of `es` bytes.
+    fn element_chunks(&self, es: usize) -> Option<Vec<usize>> {
+        self.chunks.iter().map(|&c| (c % es == 0).then_some(c / es)).collect()
     }
 
     fn rows_per_task(&self) -> usize {
@@ -203,6 +208,14 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Regi
     if let Some(i) = parts.iter().position(|p| p.overlaps(&whole)) {
         return Err(err!(InvalidArgument, "{op}: blob {i} shares memory with the destination"));
     }
+    let blobs: Vec<&Blob> = from.iter().copied().chain([to]).collect();
+    if let Some(g) = gpu::common_gpu(&blobs) {
+        if let Some(chunks) = plan.element_chunks(whole.dtype.size()) {
+            if gpu::merge_split(&g, &whole, &parts, plan.outer, &chunks, true)? {
+                return Ok(());
+            }
+        }
+    }
     let reads: Vec<HostRef> = parts.iter().map(|p| p.read()).collect::<Result<_>>()?;
     let mut write = whole.write()?;
     let slices: Vec<&[u8]> = reads.iter().map(|r| r.bytes()).collect();
@@ -221,6 +234,14 @@ fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: impl Fn(&[Region], &Regi
         }
         if let Some(j) = parts[..i].iter().position(|q| q.overlaps(p)) {
             return Err(err!(InvalidArgument, "{op}: destinations {j} and {i} share memory"));
+        }
+    }
+    let blobs: Vec<&Blob> = to.iter().copied().chain([from]).collect();
+    if let Some(g) = gpu::common_gpu(&blobs) {
+        if let Some(chunks) = plan.element_chunks(whole.dtype.size()) {
+            if gpu::merge_split(&g, &whole, &parts, plan.outer, &chunks, false)? {
+                return Ok(());
+            }
         }
     }
     let read = whole.read()?;

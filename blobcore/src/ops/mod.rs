@@ -6,6 +6,7 @@
 pub mod arith;
 pub mod copy;
 pub mod fill;
+pub(crate) mod gpu;
 pub mod merge;
 pub mod reduce;
 pub mod reorder;

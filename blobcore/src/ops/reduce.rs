@@ -6,7 +6,7 @@ use crate::blob::Blob;
 use crate::dtype::{dispatch, Element};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::Result;
-use crate::ops::TASK_BYTES;
+use crate::ops::{gpu, TASK_BYTES};
 use rayon::prelude::*;
 
 #[inline]
@@ -38,11 +38,21 @@ fn reduce<T: Element>(x: &[T], f: impl Fn(f64) -> f64 + Sync + Send + Copy) -> f
 impl Blob {
     /// Sum of absolute values, accumulated in f64 (Caffe `asum_data`).
     pub fn asum(&self) -> Result<f64> {
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if let Some(v) = gpu::reduce(&g, self.snapshot(), false)? {
+                return Ok(v);
+            }
+        }
         self.with_read(|r| dispatch!(self.dtype(), T => reduce(r.typed::<T>(), f64::abs)))
     }
 
     /// Sum of squares, accumulated in f64 (Caffe `sumsq_data`).
     pub fn sumsq(&self) -> Result<f64> {
+        if let Some(g) = gpu::common_gpu(&[self]) {
+            if let Some(v) = gpu::reduce(&g, self.snapshot(), true)? {
+                return Ok(v);
+            }
+        }
         self.with_read(|r| dispatch!(self.dtype(), T => reduce(r.typed::<T>(), |v| v * v)))
     }
 }

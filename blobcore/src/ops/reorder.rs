@@ -14,6 +14,7 @@ use crate::blob::Blob;
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
 use crate::layout::TensorDesc;
+use crate::ops::gpu;
 use crate::storage::Borrow;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -269,19 +270,48 @@ struct Side {
     layouts: Vec<DimLayout>,
 }
 
-fn side(b: &Blob, exclusive: bool) -> Result<Side> {
+/// Where a blob's elements are for a reorder: its storage, its span
+/// `[offset, offset + span)` in elements, the per-dim layouts and the
+/// offset of element 0 relative to `offset`.
+struct Extent {
+    storage: Arc<crate::storage::Storage>,
+    offset: usize,
+    span: usize,
+    layouts: Vec<DimLayout>,
+    rel: usize,
+}
+
+fn extent(b: &Blob) -> Result<Extent> {
     let st = b.state();
     let desc = match &st.desc {
         Some(d) => d.clone(),
         None => TensorDesc::dense(b.dtype(), st.shape.dims())?,
     };
-    let es = b.dtype().size();
-    let (start, end) = (st.offset * es, (st.offset + desc.span()?) * es);
-    let storage = Arc::clone(&st.storage);
+    let (storage, offset) = (Arc::clone(&st.storage), st.offset);
     drop(st);
     let (layouts, rel) = dim_layouts(&desc)?;
-    let (borrow, ptr) = storage.acquire(start, end, exclusive, exclusive)?;
-    Ok(Side { _borrow: borrow, base: ptr.as_ptr() as usize + start + rel * es, layouts })
+    Ok(Extent { storage, offset, span: desc.span()?, layouts, rel })
+}
+
+impl Extent {
+    /// The span as a dense region (what a GPU kernel borrows).
+    fn region(&self, dtype: crate::dtype::DType) -> Result<crate::blob::Region> {
+        Ok(crate::blob::Region {
+            dense: true,
+            storage: Arc::clone(&self.storage),
+            offset: self.offset,
+            shape: crate::shape::Shape::new(&[self.span])?,
+            dtype,
+        })
+    }
+}
+
+fn side(b: &Blob, exclusive: bool) -> Result<Side> {
+    let x = extent(b)?;
+    let es = b.dtype().size();
+    let (start, end) = (x.offset * es, (x.offset + x.span) * es);
+    let (borrow, ptr) = x.storage.acquire(start, end, exclusive, exclusive)?;
+    Ok(Side { _borrow: borrow, base: ptr.as_ptr() as usize + start + x.rel * es, layouts: x.layouts })
 }
 
 impl Blob {
@@ -308,6 +338,25 @@ impl Blob {
                     return Ok(()); // the same elements in the same places
                 }
                 return Err(err!(InvalidArgument, "reorder: source and destination share memory; use a separate destination"));
+            }
+        }
+        if let Some(g) = gpu::common_gpu(&[self, src]) {
+            let (dx, sx) = (extent(self)?, extent(src)?);
+            let parts: Vec<gpu::Strided> = plan(&dims, &dx.layouts, &sx.layouts)?
+                .into_iter()
+                .map(|(doff, soff, axes)| {
+                    let axes = normalise(axes);
+                    gpu::Strided {
+                        dims: axes.iter().map(|a| a.n).collect(),
+                        dst_off: dx.offset + dx.rel + doff,
+                        dst_strides: axes.iter().map(|a| a.ds).collect(),
+                        src_off: sx.offset + sx.rel + soff,
+                        src_strides: axes.iter().map(|a| a.ss).collect(),
+                    }
+                })
+                .collect();
+            if gpu::copies(&g, dx.region(self.dtype())?, sx.region(src.dtype())?, &parts)? {
+                return Ok(());
             }
         }
         let s = side(src, false)?;

@@ -5,7 +5,7 @@
 use crate::blob::Blob;
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
-use crate::ops::{dst_src, par_copy};
+use crate::ops::{dst_src, gpu, par_copy};
 use rayon::prelude::*;
 
 /// The five-part view of a swap of axes `a < b`: `[batch, h, mid, w, inner]`
@@ -167,6 +167,22 @@ impl Blob {
         }
         if a == b && d.same_bytes(&s) {
             return Ok(());
+        }
+        if let Some(g) = gpu::common_gpu(&[self, src]) {
+            // Walk the destination row-major; the source strides are its
+            // own with axes a and b swapped.
+            let mut ss = gpu::row_major(s.shape.dims());
+            ss.swap(a, b);
+            let t = gpu::Strided {
+                dims: d.shape.dims().to_vec(),
+                dst_off: d.offset,
+                dst_strides: gpu::row_major(d.shape.dims()),
+                src_off: s.offset,
+                src_strides: ss,
+            };
+            if !d.overlaps(&s) && gpu::copies(&g, d.clone(), s.clone(), &[t])? {
+                return Ok(());
+            }
         }
         let (mut w, r) = dst_src(&d, &s, "transpose_from")?;
         if a == b || s.shape.dims()[a.min(b)] == 1 && s.shape.dims()[a.max(b)] == 1 {

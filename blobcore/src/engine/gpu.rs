@@ -1,0 +1,379 @@
+//! The GPU engine on wgpu (Vulkan, Metal, DX12 — and Mesa's lavapipe, a
+//! software Vulkan device, on machines without a GPU).
+//!
+//! One device and queue per engine, shared by its blobs. The kernels
+//! (`kernels.wgsl`) are compiled once, when the engine is created. A blob
+//! on this engine keeps a device buffer next to its host memory, both
+//! lazily allocated, with Caffe's SyncedMemory heads deciding which side is
+//! current (see `storage.rs`). Every wgpu error is caught and reported as
+//! `Error::Device` (or `OutOfMemory`), never as a panic.
+
+use crate::error::{err, Result};
+use std::sync::{Arc, Mutex};
+use wgpu::util::DeviceExt;
+
+/// Threads per workgroup of every kernel (`WG` in kernels.wgsl).
+const WG: u64 = 256;
+/// At most this many workgroups per dispatch; kernels loop over the rest.
+const MAX_GROUPS: u64 = 65535;
+
+/// A GPU device with its queue and compiled kernels.
+pub struct Gpu {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    layout: wgpu::BindGroupLayout,
+    elementwise: wgpu::ComputePipeline,
+    strided_copy: wgpu::ComputePipeline,
+    reduce: wgpu::ComputePipeline,
+    /// A 4-byte buffer bound where a kernel has no source.
+    dummy: wgpu::Buffer,
+    /// The last error wgpu reported outside an error scope.
+    uncaptured: Arc<Mutex<Option<String>>>,
+    max_buffer: u64,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gpu({} via {:?})", self.info.name, self.info.backend)
+    }
+}
+
+/// Element-wise kernel operations (`op` of `elementwise` in kernels.wgsl).
+#[derive(Debug, Clone, Copy)]
+#[repr(u32)]
+pub(crate) enum Elementwise {
+    Fill1 = 0,
+    Fill2 = 1,
+    ScaleF32 = 2,
+    AddF32 = 3,
+    SubF32 = 4,
+    AddI32 = 5,
+    SubI32 = 6,
+}
+
+/// Reductions (`op` of `reduce`).
+#[derive(Debug, Clone, Copy)]
+#[repr(u32)]
+pub(crate) enum Reduction {
+    AsumF32 = 0,
+    SumsqF32 = 1,
+    AsumI32 = 2,
+    SumsqI32 = 3,
+}
+
+fn device_err(what: &str, e: impl std::fmt::Display) -> crate::Error {
+    err!(Device, "{what}: {e}")
+}
+
+impl Gpu {
+    /// Opens the first adapter whose name contains `hint` (any adapter when
+    /// `None`; `WGPU_BACKEND` and `WGPU_ADAPTER_NAME` are honoured).
+    pub(crate) fn open(hint: Option<&str>) -> Result<Gpu> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        let adapter = match hint {
+            Some(h) => adapters.into_iter().find(|a| a.get_info().name.contains(h)),
+            None => pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+                .ok()
+                .or_else(|| adapters.into_iter().next()),
+        };
+        let Some(adapter) = adapter else {
+            let which = hint.map(|h| format!(" whose name contains {h:?}")).unwrap_or_default();
+            let seen = if names.is_empty() { "none found".to_string() } else { format!("found: {}", names.join(", ")) };
+            return Err(err!(
+                Device,
+                "no GPU adapter{which} ({seen}); on Linux, `apt-get install mesa-vulkan-drivers` provides lavapipe"
+            ));
+        };
+        let info = adapter.get_info();
+        // Ask for the adapter's own limits, so large blobs fit one buffer.
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("blobcore"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| device_err(&format!("cannot open {}", info.name), e))?;
+        let uncaptured = Arc::new(Mutex::new(None));
+        let sink = Arc::clone(&uncaptured);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            *sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        }));
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("blobcore kernels"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("kernels.wgsl").into()),
+        });
+        let entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("blobcore"),
+            entries: &[entry(0, false), entry(1, true), entry(2, true)],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("blobcore"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |name: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(name),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let (elementwise, strided_copy, reduce) = (pipeline("elementwise"), pipeline("strided_copy"), pipeline("reduce"));
+        let dummy = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("blobcore dummy"),
+            size: 4,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(device_err(&format!("the kernels do not compile on {}", info.name), e));
+        }
+        Ok(Gpu {
+            device,
+            queue,
+            info,
+            layout,
+            elementwise,
+            strided_copy,
+            reduce,
+            dummy,
+            uncaptured,
+            max_buffer: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size as u64),
+        })
+    }
+
+    /// The adapter's name (e.g. "llvmpipe (LLVM 15.0.6, 256 bits)").
+    pub fn adapter_name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// The backend in use (Vulkan, Metal, Dx12).
+    pub fn backend(&self) -> String {
+        format!("{:?}", self.info.backend)
+    }
+
+    /// Runs `f` inside an error scope; a wgpu error becomes `Error::Device`
+    /// (or `OutOfMemory` for allocation failures).
+    fn scoped<R>(&self, what: &str, f: impl FnOnce() -> R) -> Result<R> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let r = f();
+        let v = pollster::block_on(validation.pop());
+        let o = pollster::block_on(oom.pop());
+        if let Some(e) = o {
+            return Err(err!(OutOfMemory, "{what} on {}: {e}", self.info.name));
+        }
+        if let Some(e) = v {
+            return Err(device_err(&format!("{what} on {}", self.info.name), e));
+        }
+        if let Some(e) = self.uncaptured.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(device_err(&format!("{what} on {}", self.info.name), e));
+        }
+        Ok(r)
+    }
+
+    /// A zero-filled device buffer holding at least `len` bytes.
+    pub(crate) fn alloc(&self, len: usize) -> Result<wgpu::Buffer> {
+        let size = (len as u64).div_ceil(4).max(1) * 4;
+        if size > self.max_buffer {
+            return Err(err!(
+                OutOfMemory,
+                "{len} bytes exceed the largest buffer {} allows ({} bytes)",
+                self.info.name,
+                self.max_buffer
+            ));
+        }
+        self.scoped("allocating a device buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("blobcore blob"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
+    }
+
+    /// Copies host bytes into the buffer at byte `at` (a multiple of 4;
+    /// a last partial word is padded with zeros).
+    pub(crate) fn upload(&self, buf: &wgpu::Buffer, at: usize, bytes: &[u8]) -> Result<()> {
+        let whole = bytes.len() / 4 * 4;
+        self.scoped("uploading to the device", || {
+            if whole > 0 {
+                self.queue.write_buffer(buf, at as u64, &bytes[..whole]);
+            }
+            if whole < bytes.len() {
+                let mut tail = [0u8; 4];
+                tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
+                self.queue.write_buffer(buf, (at + whole) as u64, &tail);
+            }
+            self.queue.submit([]);
+        })
+    }
+
+    /// Copies bytes `[start, start + out.len())` of the buffer into `out`,
+    /// waiting for every queued kernel first.
+    pub(crate) fn download(&self, buf: &wgpu::Buffer, start: usize, out: &mut [u8]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let lo = start as u64 / 4 * 4;
+        let hi = ((start + out.len()) as u64).div_ceil(4) * 4;
+        let staging = self.scoped("allocating a staging buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("blobcore staging"),
+                size: hi - lo,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        self.scoped("reading back from the device", || {
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(buf, lo, &staging, 0, hi - lo);
+            self.queue.submit([enc.finish()]);
+        })?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| device_err("waiting for the device", e))?;
+        rx.recv()
+            .map_err(|e| device_err("mapping the staging buffer", e))?
+            .map_err(|e| device_err("mapping the staging buffer", e))?;
+        {
+            let view = staging.get_mapped_range(..).map_err(|e| device_err("reading the staging buffer", e))?;
+            let skip = (start as u64 - lo) as usize;
+            out.copy_from_slice(&view[skip..skip + out.len()]);
+        }
+        staging.unmap();
+        Ok(())
+    }
+
+    /// Copies `len` bytes between buffers (offsets and length multiples of 4).
+    pub(crate) fn copy(&self, src: &wgpu::Buffer, src_off: usize, dst: &wgpu::Buffer, dst_off: usize, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.scoped("copying on the device", || {
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(src, src_off as u64, dst, dst_off as u64, len as u64);
+            self.queue.submit([enc.finish()]);
+        })
+    }
+
+    /// A temporary copy of words `[off, off + n)` of `buf`, for kernels
+    /// whose source and destination are the same buffer.
+    pub(crate) fn temp_copy(&self, buf: &wgpu::Buffer, off_words: usize, n_words: usize) -> Result<wgpu::Buffer> {
+        let t = self.alloc(n_words * 4)?;
+        self.copy(buf, off_words * 4, &t, 0, n_words * 4)?;
+        Ok(t)
+    }
+
+    fn dispatch(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: u64) -> Result<()> {
+        let groups = groups.clamp(1, MAX_GROUPS) as u32;
+        self.scoped(what, || {
+            let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("blobcore params"),
+                contents: bytemuck::cast_slice(params),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+            let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(what),
+                layout: &self.layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: dst.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: src.unwrap_or(&self.dummy).as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: params.as_entire_binding() },
+                ],
+            });
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(what), timestamp_writes: None });
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &bind, &[]);
+                pass.dispatch_workgroups(groups, 1, 1);
+            }
+            self.queue.submit([enc.finish()]);
+        })
+    }
+
+    fn words(n: usize) -> Result<u32> {
+        u32::try_from(n).map_err(|_| err!(Unsupported, "{n} words exceed what one GPU kernel addresses (2^32)"))
+    }
+
+    /// The element-wise kernel over `n` words at `dst_off` (and `src_off`).
+    pub(crate) fn elementwise(
+        &self,
+        op: Elementwise,
+        dst: &wgpu::Buffer,
+        dst_off: usize,
+        src: Option<(&wgpu::Buffer, usize)>,
+        n: usize,
+        v: [u32; 2],
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let params = [op as u32, Self::words(n)?, Self::words(dst_off)?, Self::words(src.map_or(0, |s| s.1))?, v[0], v[1]];
+        self.dispatch("elementwise", &self.elementwise, dst, src.map(|s| s.0), &params, (n as u64).div_ceil(WG))
+    }
+
+    /// The strided-copy kernel: word offsets and strides, one per dim.
+    pub(crate) fn strided_copy(
+        &self,
+        dst: &wgpu::Buffer,
+        dst_off: usize,
+        dst_strides: &[usize],
+        src: &wgpu::Buffer,
+        src_off: usize,
+        src_strides: &[usize],
+        dims: &[usize],
+    ) -> Result<()> {
+        let n: usize = dims.iter().product();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut params = vec![Self::words(n)?, dims.len() as u32, Self::words(dst_off)?, Self::words(src_off)?];
+        for v in [dims, dst_strides, src_strides] {
+            for &x in v {
+                params.push(Self::words(x)?);
+            }
+        }
+        self.dispatch("strided copy", &self.strided_copy, dst, Some(src), &params, (n as u64).div_ceil(WG))
+    }
+
+    /// Sum of |x| or x^2 over `n` words at `src_off`: per-workgroup f32
+    /// partials on the device, added in f64 here.
+    pub(crate) fn reduce(&self, op: Reduction, src: &wgpu::Buffer, src_off: usize, n: usize) -> Result<f64> {
+        if n == 0 {
+            return Ok(0.0);
+        }
+        // Enough workgroups that each thread sums at most ~64 values.
+        let groups = (n as u64).div_ceil(WG * 64).clamp(1, MAX_GROUPS);
+        let partials = self.alloc(groups as usize * 4)?;
+        let params = [op as u32, Self::words(n)?, Self::words(src_off)?];
+        self.dispatch("reduce", &self.reduce, &partials, Some(src), &params, groups)?;
+        let mut bytes = vec![0u8; groups as usize * 4];
+        self.download(&partials, 0, &mut bytes)?;
+        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).sum())
+    }
+}

@@ -1,0 +1,230 @@
+//! The GPU side of the operations: when every blob of an operation lives
+//! on the same GPU engine, the op runs as a kernel of `engine/gpu.rs` on
+//! the blobs' device buffers. Each function returns `Ok(false)` when the
+//! kernels do not cover the case — 1- and 2-byte dtypes, f64/i64
+//! arithmetic (WGSL has no 64-bit types), integer `scale` — and the
+//! caller then runs the host code, whose memory access syncs the data back
+//! (the blob's head moves to the CPU). That is the documented host
+//! fallback.
+
+use crate::blob::{Blob, Region};
+use crate::dtype::{DType, Element};
+use crate::engine::gpu::{Elementwise, Gpu, Reduction};
+use crate::error::Result;
+use crate::storage::Borrow;
+use std::sync::Arc;
+
+/// The GPU shared by every blob, if they all live on the same GPU engine.
+pub(crate) fn common_gpu(blobs: &[&Blob]) -> Option<Arc<Gpu>> {
+    let first = blobs.first()?.engine().gpu_device()?;
+    blobs
+        .iter()
+        .all(|b| b.engine().gpu_device().is_some_and(|g| Arc::ptr_eq(g, first)))
+        .then(|| Arc::clone(first))
+}
+
+/// One blob's words on the device, borrowed for the kernel.
+struct Side {
+    region: Region,
+    buffer: wgpu::Buffer,
+    /// First word and number of words of the region.
+    off: usize,
+    words: usize,
+    write: bool,
+    borrow: Option<Borrow>,
+}
+
+impl Side {
+    /// Word-aligned regions only (`None` otherwise: use the host path).
+    fn new(region: Region, write: bool) -> Result<Option<Side>> {
+        let (start, end) = region.byte_range();
+        if !region.dense || start % 4 != 0 || (end - start) % 4 != 0 {
+            return Ok(None);
+        }
+        let (borrow, buffer) = region.storage.device(start, end, write)?;
+        Ok(Some(Side { region, buffer, off: start / 4, words: (end - start) / 4, write, borrow: Some(borrow) }))
+    }
+
+    /// Records the kernel in the storage's head, then releases the borrow.
+    fn done(mut self) -> Result<()> {
+        let (start, end) = self.region.byte_range();
+        let r = self.region.storage.device_done(start, end, self.write);
+        self.borrow.take();
+        r
+    }
+
+    fn same_buffer(&self, other: &Side) -> bool {
+        Arc::ptr_eq(&self.region.storage, &other.region.storage)
+    }
+}
+
+/// The source's buffer and word offset, copied to a temporary buffer when
+/// it is the destination's (a kernel cannot bind one buffer twice).
+fn source(g: &Gpu, dst: &Side, src: &Side) -> Result<(wgpu::Buffer, usize)> {
+    if dst.same_buffer(src) {
+        Ok((g.temp_copy(&src.buffer, src.off, src.words)?, 0))
+    } else {
+        Ok((src.buffer.clone(), src.off))
+    }
+}
+
+fn words_per(dtype: DType) -> Option<usize> {
+    (dtype.size() % 4 == 0).then(|| dtype.size() / 4)
+}
+
+/// The fill pattern of `value` in `dtype`, as 32-bit words.
+fn pattern(dtype: DType, value: f64) -> Option<(Elementwise, [u32; 2])> {
+    let two = |bits: u64| (Elementwise::Fill2, [bits as u32, (bits >> 32) as u32]);
+    Some(match dtype {
+        DType::F32 => (Elementwise::Fill1, [f32::from_f64(value).to_bits(), 0]),
+        DType::I32 => (Elementwise::Fill1, [i32::from_f64(value) as u32, 0]),
+        DType::F64 => two(value.to_bits()),
+        DType::I64 => two(i64::from_f64(value) as u64),
+        _ => return None,
+    })
+}
+
+/// Fills a region with `value` (`None`: zero bytes, any dtype).
+pub(crate) fn fill(g: &Gpu, region: Region, value: Option<f64>) -> Result<bool> {
+    let (op, v) = match value {
+        None => (Elementwise::Fill1, [0, 0]),
+        Some(v) => match pattern(region.dtype, v) {
+            Some(p) => p,
+            None => return Ok(false),
+        },
+    };
+    let Some(d) = Side::new(region, true)? else { return Ok(false) };
+    g.elementwise(op, &d.buffer, d.off, None, d.words, v)?;
+    d.done()?;
+    Ok(true)
+}
+
+/// `x *= factor` for f32 (other dtypes use the host path).
+pub(crate) fn scale(g: &Gpu, region: Region, factor: f64) -> Result<bool> {
+    if region.dtype != DType::F32 {
+        return Ok(false);
+    }
+    let Some(d) = Side::new(region, true)? else { return Ok(false) };
+    g.elementwise(Elementwise::ScaleF32, &d.buffer, d.off, None, d.words, [(factor as f32).to_bits(), 0])?;
+    d.done()?;
+    Ok(true)
+}
+
+/// `dst += src` (`subtract`: `dst -= src`) for f32 and i32.
+pub(crate) fn binary(g: &Gpu, dst: Region, src: Region, subtract: bool) -> Result<bool> {
+    let op = match (dst.dtype, subtract) {
+        (DType::F32, false) => Elementwise::AddF32,
+        (DType::F32, true) => Elementwise::SubF32,
+        (DType::I32, false) => Elementwise::AddI32,
+        (DType::I32, true) => Elementwise::SubI32,
+        _ => return Ok(false),
+    };
+    let same = dst.same_bytes(&src);
+    let Some(s) = Side::new(src, false)? else { return Ok(false) };
+    if same {
+        // x += x: one exclusive borrow covers both roles.
+        drop(s);
+        let Some(d) = Side::new(dst, true)? else { return Ok(false) };
+        let (buf, off) = (g.temp_copy(&d.buffer, d.off, d.words)?, 0);
+        g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])?;
+        return d.done().map(|_| true);
+    }
+    let Some(d) = Side::new(dst, true)? else { return Ok(false) };
+    let (buf, off) = source(g, &d, &s)?;
+    g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])?;
+    s.done()?;
+    d.done()?;
+    Ok(true)
+}
+
+/// asum (`squares`: sumsq) of an f32 or i32 region.
+pub(crate) fn reduce(g: &Gpu, region: Region, squares: bool) -> Result<Option<f64>> {
+    let op = match (region.dtype, squares) {
+        (DType::F32, false) => Reduction::AsumF32,
+        (DType::F32, true) => Reduction::SumsqF32,
+        (DType::I32, false) => Reduction::AsumI32,
+        (DType::I32, true) => Reduction::SumsqI32,
+        _ => return Ok(None),
+    };
+    let Some(s) = Side::new(region, false)? else { return Ok(None) };
+    let sum = g.reduce(op, &s.buffer, s.off, s.words)?;
+    s.done()?;
+    Ok(Some(sum))
+}
+
+/// One strided copy in elements: dims, destination and source strides.
+pub(crate) struct Strided {
+    pub dims: Vec<usize>,
+    pub dst_off: usize,
+    pub dst_strides: Vec<usize>,
+    pub src_off: usize,
+    pub src_strides: Vec<usize>,
+}
+
+/// Strided element copies from `src` into `dst` (dtypes of whole words);
+/// offsets are in elements from the start of each region's storage, and
+/// every element a copy reaches must lie inside its region.
+pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Result<bool> {
+    let Some(k) = words_per(dst.dtype) else { return Ok(false) };
+    let Some(s) = Side::new(src, false)? else { return Ok(false) };
+    let Some(d) = Side::new(dst, true)? else { return Ok(false) };
+    // Offsets in `parts` are relative to the storage; a temporary copy of
+    // the source starts at the source region's first word.
+    let (buf, _) = source(g, &d, &s)?;
+    let shift = if d.same_buffer(&s) { s.off } else { 0 };
+    for p in parts {
+        let mut dims = p.dims.clone();
+        let mut ds: Vec<usize> = p.dst_strides.iter().map(|x| x * k).collect();
+        let mut ss: Vec<usize> = p.src_strides.iter().map(|x| x * k).collect();
+        if k > 1 {
+            dims.push(k);
+            ds.push(1);
+            ss.push(1);
+        }
+        g.strided_copy(&d.buffer, p.dst_off * k, &ds, &buf, p.src_off * k - shift, &ss, &dims)?;
+    }
+    s.done()?;
+    d.done()?;
+    Ok(true)
+}
+
+/// Several sources into one destination (merge) or one source into
+/// several destinations (split), as 2-D copies of `outer` rows: part `i`
+/// holds `chunks[i]` elements per row, the whole `row` elements.
+pub(crate) fn merge_split(g: &Gpu, whole: &Region, parts: &[Region], outer: usize, chunks: &[usize], merge: bool) -> Result<bool> {
+    if words_per(whole.dtype).is_none() {
+        return Ok(false);
+    }
+    let row: usize = chunks.iter().sum();
+    let mut at = 0;
+    for (p, &c) in parts.iter().zip(chunks) {
+        let whole_part = Strided { dims: vec![outer, c], dst_off: 0, dst_strides: vec![row, 1], src_off: 0, src_strides: vec![c, 1] };
+        let (dst, src, s) = if merge {
+            let s = Strided { dst_off: whole.offset + at, src_off: p.offset, ..whole_part };
+            (whole.clone(), p.clone(), s)
+        } else {
+            let s = Strided {
+                dims: vec![outer, c],
+                dst_off: p.offset,
+                dst_strides: vec![c, 1],
+                src_off: whole.offset + at,
+                src_strides: vec![row, 1],
+            };
+            (p.clone(), whole.clone(), s)
+        };
+        if !copies(g, dst, src, &[s])? {
+            return Ok(false);
+        }
+        at += c;
+    }
+    Ok(true)
+}
+
+/// Row-major strides of `dims`, in elements.
+pub(crate) fn row_major(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}

@@ -1,0 +1,182 @@
+//! The GPU engine beyond what the shared suites check (they run on it with
+//! `BLOBCORE_ENGINE=gpu`): SyncedMemory head transitions as Caffe's tests
+//! check them, no stale data through exports and buffers, dispatches
+//! larger than one grid, reduction precision, host fallbacks, cross-engine
+//! copies and reorders. Skips with a message when no adapter exists; CI
+//! installs lavapipe, so there it always runs.
+
+use blobcore::{Blob, BlockingDesc, DType, Engine, Head, TensorDesc};
+
+fn gpu() -> Option<Engine> {
+    match Engine::gpu(None) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            eprintln!("SKIPPED: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+fn ramp(e: &Engine, n: usize) -> Blob {
+    let v: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 500.0).collect();
+    Blob::from_slice(e, &[n], &v).unwrap()
+}
+
+#[test]
+fn a_missing_adapter_is_a_device_error() {
+    let e = Engine::gpu(Some("no adapter is called this")).unwrap_err();
+    assert_eq!(e.code(), 10);
+    assert!(e.to_string().contains("no adapter is called this"), "{e}");
+}
+
+#[test]
+fn heads_follow_synced_memory() {
+    let Some(g) = gpu() else { return };
+    assert!(g.is_gpu());
+    let b = Blob::tensor(&g, DType::F32, &[4, 5]).unwrap();
+    assert_eq!(b.head(), Head::Uninitialized);
+    // CPU write -> GPU read -> Synced.
+    b.copy_from_slice(&[1f32; 20]).unwrap();
+    assert_eq!(b.head(), Head::HeadAtCpu);
+    assert_eq!(b.asum().unwrap(), 20.0);
+    assert_eq!(b.head(), Head::Synced);
+    // GPU write -> CPU read -> Synced.
+    b.fill(2.0).unwrap();
+    assert_eq!(b.head(), Head::HeadAtGpu);
+    assert_eq!(b.to_vec::<f32>().unwrap(), [2f32; 20]);
+    assert_eq!(b.head(), Head::Synced);
+    // A GPU read of synced data moves nothing.
+    assert_eq!(b.sumsq().unwrap(), 80.0);
+    assert_eq!(b.head(), Head::Synced);
+    // An uninitialized blob read by a kernel is at the GPU (zeros).
+    let z = Blob::tensor(&g, DType::F32, &[3]).unwrap();
+    assert_eq!(z.asum().unwrap(), 0.0);
+    assert_eq!(z.head(), Head::HeadAtGpu);
+    assert_eq!(z.to_vec::<f32>().unwrap(), [0.0; 3]);
+}
+
+#[test]
+fn exports_and_buffers_never_see_stale_data() {
+    let Some(g) = gpu() else { return };
+    let b = ramp(&g, 64);
+    b.scale(2.0).unwrap();
+    assert_eq!(b.head(), Head::HeadAtGpu);
+    // An export syncs to the host first ...
+    let x = b.export().unwrap();
+    // SAFETY: the export is live and holds 64 f32s.
+    let host = unsafe { std::slice::from_raw_parts_mut(x.as_ptr() as *mut f32, 64) };
+    assert_eq!(host[1], -998.0);
+    // ... kernels write through to it while it lives ...
+    b.fill(3.0).unwrap();
+    assert_eq!(host[7], 3.0);
+    assert_eq!(b.head(), Head::HeadAtCpu);
+    // ... and see what the host wrote.
+    host[0] = 103.0;
+    assert_eq!(b.asum().unwrap(), 3.0 * 63.0 + 103.0);
+    drop(x);
+    // Buffers: exchange on get reads back, exchange on release writes.
+    b.fill(5.0).unwrap();
+    assert_eq!(b.head(), Head::HeadAtGpu);
+    let p = b.get_buffer(8, 4, true).unwrap().as_ptr() as *mut f32;
+    // SAFETY: the buffer holds 4 f32s until released.
+    unsafe {
+        assert_eq!(*p, 5.0);
+        *p = -1.0;
+    }
+    // While the buffer is held the host copy stays authoritative: a kernel
+    // elsewhere keeps what the buffer wrote, and a kernel on the buffer's
+    // elements is visible through it at once (raw buffers, as on the CPU,
+    // are not locked against operations).
+    let w = b.window(1).unwrap();
+    w.fill(0.0).unwrap();
+    w.set_parent_pos(9).unwrap();
+    w.fill(7.0).unwrap();
+    // SAFETY: the buffer still holds 4 f32s.
+    assert_eq!(unsafe { *p.add(1) }, 7.0);
+    b.release_buffer(p as *const u8, true).unwrap();
+    let v = b.to_vec::<f32>().unwrap();
+    assert_eq!((v[0], v[8], v[9], v[10]), (0.0, -1.0, 7.0, 5.0));
+    assert_eq!(b.asum().unwrap(), 5.0 * 61.0 + 1.0 + 7.0);
+}
+
+#[test]
+fn more_elements_than_one_grid_dispatches() {
+    let Some(g) = gpu() else { return };
+    let n = 65535 * 256 + 1000;
+    let b = Blob::tensor(&g, DType::F32, &[n]).unwrap();
+    b.fill(1.0).unwrap();
+    assert_eq!(b.asum().unwrap(), n as f64);
+    let v = b.to_vec::<f32>().unwrap();
+    assert!(v.iter().all(|&x| x == 1.0));
+    let c = Blob::tensor(&g, DType::F32, &[n]).unwrap();
+    c.copy_from(&b).unwrap();
+    c.add(&b).unwrap();
+    assert_eq!(c.to_vec::<f32>().unwrap()[n - 1], 2.0);
+}
+
+#[test]
+fn reductions_are_within_1e_5_of_the_f64_sum() {
+    let Some(g) = gpu() else { return };
+    let n = 3_000_017;
+    let v: Vec<f32> = (0..n).map(|i| ((i as f64 * 0.618).sin() * 100.0) as f32).collect();
+    let b = Blob::from_slice(&g, &[n], &v).unwrap();
+    let asum: f64 = v.iter().map(|&x| (x as f64).abs()).sum();
+    let sumsq: f64 = v.iter().map(|&x| (x as f64) * (x as f64)).sum();
+    assert!((b.asum().unwrap() - asum).abs() <= 1e-5 * asum);
+    assert!((b.sumsq().unwrap() - sumsq).abs() <= 1e-5 * sumsq);
+    let i: Vec<i32> = (0..n as i32).map(|x| x % 2001 - 1000).collect();
+    let bi = Blob::from_slice(&g, &[n], &i).unwrap();
+    let iasum: f64 = i.iter().map(|&x| (x as f64).abs()).sum();
+    assert!((bi.asum().unwrap() - iasum).abs() <= 1e-5 * iasum);
+}
+
+#[test]
+fn integer_and_f64_ops_match_the_cpu() {
+    let Some(g) = gpu() else { return };
+    let c = Engine::cpu();
+    for dtype in DType::ALL {
+        let mk = |e: &Engine| {
+            let b = Blob::tensor(e, dtype, &[3, 7]).unwrap();
+            let bytes: Vec<u8> = (0..b.byte_size()).map(|i| (i * 7 % 61) as u8).collect();
+            b.copy_from_bytes(&bytes).unwrap();
+            b
+        };
+        let (a, b) = (mk(&g), mk(&c));
+        let run = |x: &Blob| -> Vec<u8> {
+            x.fill_object(1, 3.0).unwrap();
+            x.add(&x.copy().unwrap()).unwrap();
+            x.scale(-2.0).unwrap();
+            let t = x.transposed(0, 1).unwrap();
+            let mut v = vec![0u8; t.byte_size()];
+            t.copy_to_bytes(&mut v).unwrap();
+            v
+        };
+        assert_eq!(run(&a), run(&b), "{dtype}");
+    }
+}
+
+#[test]
+fn copies_across_engines_and_reorders() {
+    let Some(g) = gpu() else { return };
+    let c = Engine::cpu();
+    let dims = [2, 20, 5, 6];
+    let host = ramp(&c, 1200);
+    host.reshape(&dims).unwrap();
+    let dev = Blob::tensor(&g, DType::F32, &dims).unwrap();
+    dev.copy_from(&host).unwrap(); // CPU -> GPU
+    dev.scale(0.5).unwrap();
+    let back = Blob::tensor(&c, DType::F32, &dims).unwrap();
+    back.copy_from(&dev).unwrap(); // GPU -> CPU
+    let want: Vec<f32> = host.to_vec::<f32>().unwrap().iter().map(|x| x * 0.5).collect();
+    assert_eq!(back.to_vec::<f32>().unwrap(), want);
+    // NCHW -> nChw8c -> NHWC -> NCHW on the GPU is the identity.
+    let blocked = TensorDesc::with_blocking(DType::F32, &dims, BlockingDesc::new(&[2, 3, 5, 6, 8], &[0, 1, 2, 3, 1]).unwrap()).unwrap();
+    let nhwc = TensorDesc::with_blocking(DType::F32, &dims, BlockingDesc::new(&[2, 5, 6, 20], &[0, 2, 3, 1]).unwrap()).unwrap();
+    let (b8, bh) = (Blob::with_desc(&g, &blocked).unwrap(), Blob::with_desc(&g, &nhwc).unwrap());
+    b8.reorder_from(&dev).unwrap();
+    bh.reorder_from(&b8).unwrap();
+    let out = Blob::tensor(&g, DType::F32, &dims).unwrap();
+    out.reorder_from(&bh).unwrap();
+    assert_eq!(out.head(), Head::HeadAtGpu);
+    assert_eq!(out.to_vec::<f32>().unwrap(), want);
+}
