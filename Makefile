@@ -15,6 +15,20 @@ PYTHON ?= python3
 VENV := $(CURDIR)/.venv
 WHEELS := $(CURDIR)/build/wheels
 
+# Mesa's Vulkan drivers (lavapipe) want a private runtime directory.
+export XDG_RUNTIME_DIR ?= $(CURDIR)/build/xdg
+# The suites that run once per engine: `BLOBCORE_ENGINE=gpu` makes the GPU
+# the default engine. The GPU pass needs an adapter (lavapipe on CI, where
+# BLOBCORE_REQUIRE_GPU=1 makes a missing one an error); elsewhere it is
+# skipped with a message.
+ENGINE_SUITES := --test numpy_vectors --test props --test views_buffers --test formats
+GPU_CHECK = mkdir -p -m 700 $(XDG_RUNTIME_DIR) && $(CARGO) run -q --release -p blobcore --example gpu_info
+define if_gpu
+	@if $(GPU_CHECK); then $(1); \
+	elif [ -n "$$BLOBCORE_REQUIRE_GPU" ]; then echo "no GPU adapter, but BLOBCORE_REQUIRE_GPU is set" >&2; exit 1; \
+	else echo "SKIPPED: $(2) (no GPU adapter; install mesa-vulkan-drivers for lavapipe)"; fi
+endef
+
 .PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint clean fuzz
 
 all: build
@@ -44,6 +58,7 @@ test: header-check test-rust test-c test-py
 # checks resident sizes of optimised code.
 test-rust:
 	$(CARGO) test --workspace --release
+	$(call if_gpu,BLOBCORE_ENGINE=gpu $(CARGO) test --release -p blobcore $(ENGINE_SUITES),the Rust suites on the GPU engine)
 
 # C and C++ examples and the error-path tests, through ctest against a staged
 # install, then once more under valgrind.
@@ -52,6 +67,7 @@ test-c: stage
 	cmake --build $(CBUILD) -j2
 	cd $(CBUILD) && ctest --output-on-failure -LE memcheck
 	cd $(CBUILD) && ctest --output-on-failure -L memcheck
+	$(call if_gpu,cd $(CBUILD) && BLOBCORE_ENGINE=gpu ctest --output-on-failure -LE memcheck,the C tests on the GPU engine)
 	@echo "== pkg-config build of the quickstart against the staged install"
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) -std=c99 -Wall -Wextra -Werror -pedantic examples/c/quickstart.c \
 		$$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs blob) -Wl,-rpath,$(STAGE)/lib -o $(CBUILD)/quickstart_pc
@@ -74,6 +90,7 @@ wheel: $(VENV)/.ready
 # source tree's package does not shadow it).
 test-py: wheel
 	cd python/tests && $(VENV)/bin/python -m pytest -q
+	$(call if_gpu,cd python/tests && BLOBCORE_ENGINE=gpu $(VENV)/bin/python -m pytest -q,the Python suite on the GPU engine)
 
 $(CBINDGEN):
 	$(CARGO) install --quiet --locked --root $(CURDIR)/.tools cbindgen --version $(CBINDGEN_VERSION)
@@ -103,6 +120,7 @@ stage:
 bench:
 	$(CARGO) bench -p blobcore --bench ops
 	$(CARGO) bench -p blobcore --bench formats
+	$(CARGO) bench -p blobcore --bench gpu
 
 bench-c: stage
 	cmake -S examples/c -B $(CBUILD) -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -319,6 +319,19 @@ int32_t blob_diff(const struct Blob *b, struct Blob **out);
 // Hands out a handle to the CPU engine (free it with `blob_engine_free`).
 int32_t blob_engine_cpu(struct BlobEngine **out_engine);
 
+// Makes `engine` the default engine: what a NULL engine argument means
+// from now on (NULL restores the CPU engine). Without this call the
+// default is the CPU engine, or the GPU when the environment variable
+// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`).
+int32_t blob_set_default_engine(const struct BlobEngine *engine);
+
+// The engine a blob lives on, as a new handle (free it with
+// `blob_engine_free`; the engine lives on while blobs use it).
+int32_t blob_engine(const struct Blob *b, struct BlobEngine **out_engine);
+
+// Whether the engine is a GPU engine (`*out` true) or the CPU engine.
+int32_t blob_engine_is_gpu(const struct BlobEngine *engine, bool *out);
+
 // Hands out a GPU engine on the adapter whose name contains `adapter_hint`
 // (NULL = any). `BLOB_ERR_DEVICE` when no GPU engine is available.
 int32_t blob_engine_gpu(const char *adapter_hint, struct BlobEngine **out_engine);

@@ -46,7 +46,7 @@ BAD_CALLS = [
     (lambda: bc.Blob.tensor([2]).add(bc.Blob.tensor([2], dtype=bc.int8)), bc.DTypeError, "dtypes"),
     (lambda: bc.Blob.tensor([2]).copy_from(bc.Blob.tensor([3])), bc.ShapeError, ""),
     (lambda: bc.Blob.tensor([2]).copy_from(np.zeros(3)), bc.ShapeError, "3 elements"),
-    (lambda: bc.Engine.gpu(), bc.DeviceError, "GPU"),
+    (lambda: bc.Engine.gpu("no adapter is called this"), bc.DeviceError, "no adapter is called this"),
     (lambda: bc.load_caffe("x.binaryproto"), bc.IoError, "cannot read x.binaryproto"),
 ]
 

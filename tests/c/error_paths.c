@@ -37,7 +37,7 @@ static double asum(Blob *b) {
 }
 
 int main(void) {
-    Blob *a = NULL, *b = NULL, *freed = NULL, *w = NULL, *sentinel = (Blob *)0x1;
+    Blob *a = NULL, *b = NULL, *freed = NULL, *w = NULL;
     Blob *fake = (Blob *)(uintptr_t)0xdead0;
     int64_t dims[33], d = 12345, pos = 777;
     const Blob *parts[2];
@@ -164,8 +164,8 @@ int main(void) {
     EXPECT(blob_copy_to_host(a, buf, 25), BLOB_ERR_INVALID_ARGUMENT);
     EXPECT(blob_fill_object(a, 6, 1.0), BLOB_ERR_OUT_OF_RANGE);
     EXPECT(blob_clear_object(a, -1), BLOB_ERR_OUT_OF_RANGE);
-    EXPECT(blob_engine_gpu(NULL, (BlobEngine **)&sentinel), BLOB_ERR_DEVICE);
-    TRUE_(sentinel == (Blob *)0x1);
+    /* (blob_engine_gpu's errors are tested in gpu.c: loading GPU drivers
+     * is not something valgrind can judge.) */
 
     /* nothing above changed the data */
     TRUE_(asum(a) == 6.0);

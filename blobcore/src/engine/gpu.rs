@@ -39,6 +39,18 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
+/// One strided N-d copy: for every index of `dims`,
+/// `dst[dst_off + idx . dst_strides] = src[src_off + idx . src_strides]`
+/// (in elements, or in words for the kernel).
+#[derive(Debug, Clone)]
+pub(crate) struct Strided {
+    pub dims: Vec<usize>,
+    pub dst_off: usize,
+    pub dst_strides: Vec<usize>,
+    pub src_off: usize,
+    pub src_strides: Vec<usize>,
+}
+
 /// Element-wise kernel operations (`op` of `elementwise` in kernels.wgsl).
 #[derive(Debug, Clone, Copy)]
 #[repr(u32)]
@@ -156,7 +168,7 @@ impl Gpu {
             reduce,
             dummy,
             uncaptured,
-            max_buffer: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size as u64),
+            max_buffer: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
         })
     }
 
@@ -168,6 +180,31 @@ impl Gpu {
     /// The backend in use (Vulkan, Metal, Dx12).
     pub fn backend(&self) -> String {
         format!("{:?}", self.info.backend)
+    }
+
+    /// Waits until every queued kernel and copy has finished.
+    pub(crate) fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| device_err("waiting for the device", e))
+    }
+
+    /// Seconds one device buffer-to-buffer copy of `bytes` takes (the
+    /// median of `runs`): the baseline GPU benchmarks report against.
+    pub fn copy_seconds(&self, bytes: usize, runs: usize) -> Result<f64> {
+        let (a, b) = (self.alloc(bytes)?, self.alloc(bytes)?);
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs.max(1) + 1 {
+            self.wait()?;
+            let t = std::time::Instant::now();
+            self.copy(&a, 0, &b, 0, bytes / 4 * 4)?;
+            self.wait()?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.remove(0); // warm-up
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
     }
 
     /// Runs `f` inside an error scope; a wgpu error becomes `Error::Device`
@@ -188,6 +225,12 @@ impl Gpu {
             return Err(device_err(&format!("{what} on {}", self.info.name), e));
         }
         Ok(r)
+    }
+
+    /// True when one device buffer can hold `len` bytes; bigger blobs on
+    /// this engine run their operations on the host.
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        (len as u64).div_ceil(4).max(1) * 4 <= self.max_buffer
     }
 
     /// A zero-filled device buffer holding at least `len` bytes.
@@ -337,23 +380,14 @@ impl Gpu {
         self.dispatch("elementwise", &self.elementwise, dst, src.map(|s| s.0), &params, (n as u64).div_ceil(WG))
     }
 
-    /// The strided-copy kernel: word offsets and strides, one per dim.
-    pub(crate) fn strided_copy(
-        &self,
-        dst: &wgpu::Buffer,
-        dst_off: usize,
-        dst_strides: &[usize],
-        src: &wgpu::Buffer,
-        src_off: usize,
-        src_strides: &[usize],
-        dims: &[usize],
-    ) -> Result<()> {
-        let n: usize = dims.iter().product();
+    /// The strided-copy kernel; `c` is in words.
+    pub(crate) fn strided_copy(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, c: &Strided) -> Result<()> {
+        let n: usize = c.dims.iter().product();
         if n == 0 {
             return Ok(());
         }
-        let mut params = vec![Self::words(n)?, dims.len() as u32, Self::words(dst_off)?, Self::words(src_off)?];
-        for v in [dims, dst_strides, src_strides] {
+        let mut params = vec![Self::words(n)?, c.dims.len() as u32, Self::words(c.dst_off)?, Self::words(c.src_off)?];
+        for v in [&c.dims, &c.dst_strides, &c.src_strides] {
             for &x in v {
                 params.push(Self::words(x)?);
             }

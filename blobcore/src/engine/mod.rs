@@ -84,6 +84,21 @@ impl Engine {
         *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(engine.clone());
     }
 
+    /// Waits until the engine has finished every operation queued so far
+    /// (GPU kernels run asynchronously; reading a blob waits by itself).
+    /// Does nothing on the CPU engine.
+    pub fn synchronize(&self) -> crate::Result<()> {
+        match &self.inner.gpu {
+            Some(g) => g.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// The GPU device of a GPU engine (adapter name, benchmark baseline).
+    pub fn device(&self) -> Option<&gpu::Gpu> {
+        self.inner.gpu.as_deref()
+    }
+
     /// True for a GPU engine.
     pub fn is_gpu(&self) -> bool {
         self.inner.kind == EngineKind::Gpu

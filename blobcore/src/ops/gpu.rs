@@ -35,10 +35,11 @@ struct Side {
 }
 
 impl Side {
-    /// Word-aligned regions only (`None` otherwise: use the host path).
-    fn new(region: Region, write: bool) -> Result<Option<Side>> {
+    /// Word-aligned regions of storages that fit one device buffer only
+    /// (`None` otherwise: use the host path).
+    fn new(g: &Gpu, region: Region, write: bool) -> Result<Option<Side>> {
         let (start, end) = region.byte_range();
-        if !region.dense || start % 4 != 0 || (end - start) % 4 != 0 {
+        if !region.dense || start % 4 != 0 || (end - start) % 4 != 0 || !g.fits(region.storage.len()) {
             return Ok(None);
         }
         let (borrow, buffer) = region.storage.device(start, end, write)?;
@@ -93,7 +94,7 @@ pub(crate) fn fill(g: &Gpu, region: Region, value: Option<f64>) -> Result<bool> 
             None => return Ok(false),
         },
     };
-    let Some(d) = Side::new(region, true)? else { return Ok(false) };
+    let Some(d) = Side::new(g, region, true)? else { return Ok(false) };
     g.elementwise(op, &d.buffer, d.off, None, d.words, v)?;
     d.done()?;
     Ok(true)
@@ -104,7 +105,7 @@ pub(crate) fn scale(g: &Gpu, region: Region, factor: f64) -> Result<bool> {
     if region.dtype != DType::F32 {
         return Ok(false);
     }
-    let Some(d) = Side::new(region, true)? else { return Ok(false) };
+    let Some(d) = Side::new(g, region, true)? else { return Ok(false) };
     g.elementwise(Elementwise::ScaleF32, &d.buffer, d.off, None, d.words, [(factor as f32).to_bits(), 0])?;
     d.done()?;
     Ok(true)
@@ -120,16 +121,16 @@ pub(crate) fn binary(g: &Gpu, dst: Region, src: Region, subtract: bool) -> Resul
         _ => return Ok(false),
     };
     let same = dst.same_bytes(&src);
-    let Some(s) = Side::new(src, false)? else { return Ok(false) };
+    let Some(s) = Side::new(g, src, false)? else { return Ok(false) };
     if same {
         // x += x: one exclusive borrow covers both roles.
         drop(s);
-        let Some(d) = Side::new(dst, true)? else { return Ok(false) };
+        let Some(d) = Side::new(g, dst, true)? else { return Ok(false) };
         let (buf, off) = (g.temp_copy(&d.buffer, d.off, d.words)?, 0);
         g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])?;
         return d.done().map(|_| true);
     }
-    let Some(d) = Side::new(dst, true)? else { return Ok(false) };
+    let Some(d) = Side::new(g, dst, true)? else { return Ok(false) };
     let (buf, off) = source(g, &d, &s)?;
     g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])?;
     s.done()?;
@@ -146,28 +147,21 @@ pub(crate) fn reduce(g: &Gpu, region: Region, squares: bool) -> Result<Option<f6
         (DType::I32, true) => Reduction::SumsqI32,
         _ => return Ok(None),
     };
-    let Some(s) = Side::new(region, false)? else { return Ok(None) };
+    let Some(s) = Side::new(g, region, false)? else { return Ok(None) };
     let sum = g.reduce(op, &s.buffer, s.off, s.words)?;
     s.done()?;
     Ok(Some(sum))
 }
 
-/// One strided copy in elements: dims, destination and source strides.
-pub(crate) struct Strided {
-    pub dims: Vec<usize>,
-    pub dst_off: usize,
-    pub dst_strides: Vec<usize>,
-    pub src_off: usize,
-    pub src_strides: Vec<usize>,
-}
+pub(crate) use crate::engine::gpu::Strided;
 
 /// Strided element copies from `src` into `dst` (dtypes of whole words);
 /// offsets are in elements from the start of each region's storage, and
 /// every element a copy reaches must lie inside its region.
 pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Result<bool> {
     let Some(k) = words_per(dst.dtype) else { return Ok(false) };
-    let Some(s) = Side::new(src, false)? else { return Ok(false) };
-    let Some(d) = Side::new(dst, true)? else { return Ok(false) };
+    let Some(s) = Side::new(g, src, false)? else { return Ok(false) };
+    let Some(d) = Side::new(g, dst, true)? else { return Ok(false) };
     // Offsets in `parts` are relative to the storage; a temporary copy of
     // the source starts at the source region's first word.
     let (buf, _) = source(g, &d, &s)?;
@@ -181,7 +175,8 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
             ds.push(1);
             ss.push(1);
         }
-        g.strided_copy(&d.buffer, p.dst_off * k, &ds, &buf, p.src_off * k - shift, &ss, &dims)?;
+        let words = Strided { dims, dst_off: p.dst_off * k, dst_strides: ds, src_off: p.src_off * k - shift, src_strides: ss };
+        g.strided_copy(&d.buffer, &buf, &words)?;
     }
     s.done()?;
     d.done()?;
