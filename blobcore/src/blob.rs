@@ -750,6 +750,14 @@ impl Blob {
     }
 
     fn share_from(&self, other: &Blob) -> Result<()> {
+        if !self.engine().same(other.engine()) {
+            return Err(err!(
+                InvalidArgument,
+                "cannot share memory between blobs on different engines ({} and {}); copy_from copies across engines",
+                self.engine().name(),
+                other.engine().name()
+            ));
+        }
         if self.ptr_eq(other) {
             return Ok(());
         }

@@ -169,6 +169,8 @@ fn copies_across_engines_and_reorders() {
     back.copy_from(&dev).unwrap(); // GPU -> CPU
     let want: Vec<f32> = host.to_vec::<f32>().unwrap().iter().map(|x| x * 0.5).collect();
     assert_eq!(back.to_vec::<f32>().unwrap(), want);
+    // Memory is shared only within an engine.
+    assert_eq!(back.share_data(&dev).unwrap_err().code(), 3);
     // NCHW -> nChw8c -> NHWC -> NCHW on the GPU is the identity.
     let blocked = TensorDesc::with_blocking(DType::F32, &dims, BlockingDesc::new(&[2, 3, 5, 6, 8], &[0, 1, 2, 3, 1]).unwrap()).unwrap();
     let nhwc = TensorDesc::with_blocking(DType::F32, &dims, BlockingDesc::new(&[2, 5, 6, 20], &[0, 2, 3, 1]).unwrap()).unwrap();
