@@ -1,0 +1,267 @@
+//! The bad-input matrix of the Rust API: every row is one bad call with the
+//! error code it must return and words its message must contain; after
+//! every row, the fixture blobs must be exactly as before (dims, dtype,
+//! bytes, held buffers). The C (tests/c/bad_input.c) and Python
+//! (python/tests/test_bad_input.py) matrices do the same through their
+//! interfaces.
+
+mod common;
+
+use blobcore::io::npy;
+use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Error, Layout, Result, Shape, TensorDesc};
+use std::ptr::NonNull;
+
+const NULL_POINTER: i32 = 1;
+const INVALID_ARGUMENT: i32 = 3;
+const SHAPE: i32 = 4;
+const DTYPE: i32 = 5;
+const OUT_OF_RANGE: i32 = 6;
+const LIFO: i32 = 7;
+const BUSY: i32 = 8;
+const OUT_OF_MEMORY: i32 = 9;
+const DEVICE: i32 = 10;
+const IO: i32 = 11;
+const FORMAT: i32 = 12;
+const UNSUPPORTED: i32 = 13;
+
+/// The blobs every row may touch.
+struct Fx {
+    e: Engine,
+    /// f32 [2, 3] = 0..6
+    a: Blob,
+    /// i32 [2, 3] = 10..16
+    b: Blob,
+    /// f32 [3, 2]
+    c: Blob,
+    /// f32 [10]
+    v: Blob,
+    /// a window of `a` (one row)
+    w: Blob,
+    /// f32 [4] with a buffer held on elements [0, 2)
+    l: Blob,
+    held: usize,
+    /// f32 [1, 8, 2, 2] laid out as channels blocked by 8 (not dense)
+    blocked: Blob,
+}
+
+fn fixtures() -> Fx {
+    let e = common::engine();
+    let a = Blob::from_slice(&e, &[2, 3], &[0f32, 1., 2., 3., 4., 5.]).unwrap();
+    let b = Blob::from_slice(&e, &[2, 3], &[10i32, 11, 12, 13, 14, 15]).unwrap();
+    let c = Blob::from_slice(&e, &[3, 2], &[6f32; 6]).unwrap();
+    let v = Blob::from_slice(&e, &[10], &[1f32; 10]).unwrap();
+    let w = a.window(1).unwrap();
+    let l = Blob::from_slice(&e, &[4], &[7f32; 4]).unwrap();
+    let held = l.get_buffer(0, 2, true).unwrap().as_ptr() as usize;
+    let desc = TensorDesc::with_blocking(DType::F32, &[1, 8, 2, 2], BlockingDesc::new(&[1, 1, 2, 2, 8], &[0, 1, 2, 3, 1]).unwrap())
+        .unwrap();
+    let blocked = Blob::with_desc(&e, &desc).unwrap();
+    Fx { e, a, b, c, v, w, l, held, blocked }
+}
+
+/// Everything observable about the fixtures.
+fn digest(f: &Fx) -> Vec<(Vec<usize>, DType, Vec<u8>, usize)> {
+    [&f.a, &f.b, &f.c, &f.v, &f.w, &f.l]
+        .iter()
+        .map(|x| {
+            let mut bytes = vec![0u8; x.byte_size()];
+            x.copy_to_bytes(&mut bytes).unwrap();
+            (x.dims(), x.dtype(), bytes, x.held_buffers())
+        })
+        .collect()
+}
+
+type Call = Box<dyn Fn(&Fx) -> Result<()>>;
+
+fn ok<T>(r: Result<T>) -> Result<()> {
+    r.map(|_| ())
+}
+
+macro_rules! rows {
+    ($( $code:expr, $words:expr, |$f:ident| $call:expr; )*) => {
+        vec![$( (stringify!($call), $code, $words, Box::new(move |#[allow(unused_variables)] $f: &Fx| ok($call)) as Call) ),*]
+    };
+}
+
+#[test]
+fn every_bad_call_fails_clearly_and_changes_nothing() {
+    let table = rows![
+        // Shapes and dtypes.
+        SHAPE, "negative", |f| Shape::from_i64(&[-1]);
+        SHAPE, "negative", |f| Shape::from_i64(&[2, -3]);
+        SHAPE, "rank 33", |f| Shape::new(&[1; 33]);
+        SHAPE, "rank 40", |f| Shape::from_i64(&[1; 40]);
+        SHAPE, "overflow", |f| Shape::new(&[1 << 40, 1 << 40]);
+        SHAPE, "overflow", |f| Shape::new(&[usize::MAX, 2]);
+        SHAPE, "", |f| Blob::tensor(&f.e, DType::F64, &[1 << 61, 4]);
+        SHAPE, "rank 33", |f| Blob::tensor(&f.e, DType::F32, &[1; 33]);
+        DTYPE, "code 0", |f| DType::from_code(0);
+        DTYPE, "code 9", |f| DType::from_code(9);
+        DTYPE, "code -1", |f| DType::from_code(-1);
+        OUT_OF_RANGE, "7", |f| BlobDim::from_index(7);
+        OUT_OF_RANGE, "-1", |f| BlobDim::from_index(-1);
+        // Axes, indices and named dims.
+        OUT_OF_RANGE, "axis", |f| f.a.dim(2);
+        OUT_OF_RANGE, "axis", |f| f.a.dim(-3);
+        OUT_OF_RANGE, "axis", |f| f.a.canonical_axis(5);
+        OUT_OF_RANGE, "", |f| f.a.count_range(2, 1);
+        OUT_OF_RANGE, "", |f| f.a.count_range(0, 3);
+        OUT_OF_RANGE, "", |f| f.a.offset(&[2, 0]);
+        OUT_OF_RANGE, "", |f| f.a.offset(&[0, 3]);
+        OUT_OF_RANGE, "", |f| f.a.offset(&[0, 0, 0]);
+        OUT_OF_RANGE, "", |f| f.a.legacy_shape(4);
+        OUT_OF_RANGE, "", |f| f.a.legacy_shape(-5);
+        SHAPE, "", |f| Blob::tensor(&f.e, DType::F32, &[1; 5]).unwrap().legacy_shape(0);
+        SHAPE, "", |f| Blob::tensor(&f.e, DType::F32, &[1; 8]).unwrap().named_dim(BlobDim::Channels);
+        SHAPE, "", |f| Blob::tensor(&f.e, DType::F32, &[1; 8]).unwrap().object_count();
+        // Reshape and reinterpret.
+        SHAPE, "rank 33", |f| f.a.reshape(&[1; 33]);
+        SHAPE, "overflow", |f| f.a.reshape(&[1 << 40, 1 << 40]);
+        SHAPE, "", |f| f.a.reinterpret(&[4, 2]);
+        SHAPE, "", |f| f.a.reinterpret(&[7]);
+        BUSY, "", |f| f.a.reshape(&[4, 4]);
+        BUSY, "", |f| f.l.reshape(&[100]);
+        // Copies and arithmetic: dtypes, dims, lengths.
+        DTYPE, "dtypes differ", |f| f.a.copy_from(&f.b);
+        SHAPE, "dims differ", |f| f.a.copy_from(&f.c);
+        DTYPE, "dtypes differ", |f| f.a.add(&f.b);
+        SHAPE, "dims differ", |f| f.a.add(&f.c);
+        INVALID_ARGUMENT, "5 elements", |f| f.a.copy_from_slice(&[1f32; 5]);
+        DTYPE, "", |f| f.a.copy_from_slice(&[1i32; 6]);
+        INVALID_ARGUMENT, "", |f| f.a.copy_to_slice(&mut [0f32; 5]);
+        INVALID_ARGUMENT, "23 bytes", |f| f.a.copy_from_bytes(&[0u8; 23]);
+        INVALID_ARGUMENT, "", |f| f.a.copy_to_bytes(&mut [0u8; 25]);
+        DTYPE, "", |f| f.a.to_vec::<i32>();
+        DTYPE, "", |f| f.b.to_vec::<f64>();
+        DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);
+        SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // Transposes.
+        OUT_OF_RANGE, "axis", |f| f.a.transposed(0, 2);
+        OUT_OF_RANGE, "axis", |f| f.a.transposed(-3, 0);
+        DTYPE, "dtypes differ", |f| f.a.transpose_from(&f.b, 0, 1);
+        OUT_OF_RANGE, "axis", |f| f.a.transpose_from(&f.v, 0, 1);
+        SHAPE, "destination", |f| f.c.transpose_from(&f.v.window(3).unwrap(), 0, 0);
+        // Merge and split.
+        INVALID_ARGUMENT, "empty", |f| Blob::merge(&[], 0, &f.a);
+        DTYPE, "", |f| Blob::merge(&[&f.a, &f.b], 0, &f.v);
+        SHAPE, "", |f| Blob::merge(&[&f.a, &f.c], 0, &f.v);
+        SHAPE, "add up", |f| Blob::merge(&[&f.c, &f.c], 0, &f.c);
+        OUT_OF_RANGE, "axis", |f| Blob::merge(&[&f.a], 5, &f.a);
+        SHAPE, "rank", |f| Blob::merge(&[&f.v], 0, &f.a);
+        INVALID_ARGUMENT, "empty", |f| Blob::split(&f.a, 0, &[]);
+        DTYPE, "", |f| Blob::split(&f.a, 0, &[&f.b]);
+        SHAPE, "differ only at axis", |f| Blob::split(&f.a, 1, &[&f.c]);
+        INVALID_ARGUMENT, "shares memory", |f| Blob::split(&f.a, 0, &[&f.w, &f.w]);
+        INVALID_ARGUMENT, "shares memory", |f| Blob::merge(&[&f.w, &f.w], 0, &f.a);
+        INVALID_ARGUMENT, "empty", |f| Blob::merge_objects(&[], &f.a);
+        SHAPE, "", |f| Blob::merge_objects(&[&f.v], &f.a);
+        SHAPE, "", |f| Blob::merge_objects(&[&f.c], &f.a);
+        SHAPE, "", |f| Blob::split_objects(&f.a, &[&f.v]);
+        SHAPE, "", |f| f.a.split_sizes(0, &[1]);
+        SHAPE, "", |f| f.a.split_equal(1, 2);
+        SHAPE, "0 equal parts", |f| f.a.split_equal(0, 0);
+        INVALID_ARGUMENT, "empty", |f| Blob::merged(&[], 0);
+        // Windows, slices and regions.
+        OUT_OF_RANGE, "", |f| f.a.window(3);
+        OUT_OF_RANGE, "", |f| f.w.set_parent_pos(2);
+        OUT_OF_RANGE, "negative", |f| f.w.set_parent_pos(-1);
+        OUT_OF_RANGE, "", |f| f.w.shift_parent_pos(5);
+        OUT_OF_RANGE, "", |f| f.w.shift_parent_pos(i64::MIN);
+        INVALID_ARGUMENT, "window", |f| f.a.set_parent_pos(0);
+        OUT_OF_RANGE, "", |f| f.a.slice(&[2]);
+        OUT_OF_RANGE, "", |f| f.a.slice(&[0, 0, 0]);
+        OUT_OF_RANGE, "", |f| f.a.region(&[0, 0], &[3, 3]);
+        OUT_OF_RANGE, "", |f| f.a.region(&[1, 0], &[0, 3]);
+        OUT_OF_RANGE, "for rank 2", |f| f.a.region(&[0], &[1]);
+        // Buffers and the LIFO rule.
+        OUT_OF_RANGE, "negative", |f| f.a.get_buffer(-1, 1, false);
+        OUT_OF_RANGE, "exceeds", |f| f.a.get_buffer(0, 7, false);
+        OUT_OF_RANGE, "exceeds", |f| f.a.get_buffer(5, 2, false);
+        OUT_OF_RANGE, "", |f| f.a.get_buffer(i64::MAX, 2, false);
+        OUT_OF_RANGE, "negative", |f| f.a.get_buffer(0, -2, true);
+        LIFO, "no buffer", |f| f.a.release_buffer(std::ptr::null(), false);
+        LIFO, "not a buffer", |f| f.l.release_buffer(8 as *const u8, false);
+        LIFO, "not a buffer", |f| f.l.release_buffer((f.held + 4) as *const u8, true);
+        DTYPE, "", |f| f.a.buffer_read::<i32>(0, 1);
+        OUT_OF_RANGE, "", |f| f.a.buffer_read::<f32>(0, 7);
+        OUT_OF_RANGE, "", |f| f.a.buffer_write::<f32>(6, 1);
+        BUSY, "", |f| f.l.share_data(&Blob::from_slice(&f.e, &[4], &[0f32; 4])?);
+        // Guards: a live write guard makes overlapping access Busy.
+        BUSY, "", |f| { let _g = f.v.write::<f32>()?; f.v.fill(0.0) };
+        BUSY, "", |f| { let _g = f.v.write::<f32>()?; f.v.read::<f32>().map(|_| ()) };
+        BUSY, "", |f| { let _g = f.v.read::<f32>()?; f.v.scale(2.0) };
+        BUSY, "", |f| { let _g = f.v.read::<f32>()?; f.v.reshape(&[20]) };
+        // Diff companions and sharing.
+        INVALID_ARGUMENT, "", |f| f.a.diff()?.share_data(&f.c);
+        DTYPE, "", |f| f.a.share_data(&f.b);
+        // Layouts.
+        SHAPE, "", |f| TensorDesc::new(DType::F32, &[1, 2, 3], Layout::Nchw);
+        SHAPE, "", |f| BlockingDesc::new(&[1, 2], &[0]);
+        SHAPE, "leaves out dim 1", |f| TensorDesc::with_blocking(DType::F32, &[1, 2], BlockingDesc::new(&[1, 2], &[0, 2])?);
+        SHAPE, "", |f| BlockingDesc::with_strides(&[2, 3], &[0, 1], 0, &[0, 0], &[2, 1]);
+        INVALID_ARGUMENT, "", |f| Layout::from_code(9999);
+        OUT_OF_RANGE, "", |f| f.blocked.desc().offset_index(&[0, 8, 0, 0]);
+        UNSUPPORTED, "reorder", |f| f.blocked.fill(1.0);
+        UNSUPPORTED, "reorder", |f| f.blocked.window(1);
+        UNSUPPORTED, "reorder", |f| f.blocked.reshape(&[32]);
+        UNSUPPORTED, "reorder", |f| f.blocked.export();
+        SHAPE, "dims differ", |f| f.a.reorder_from(&f.c);
+        DTYPE, "dtypes differ", |f| f.a.reorder_from(&f.b);
+        // Files.
+        FORMAT, "magic", |f| Blob::from_npy_bytes(&f.e, b"not a numpy file");
+        FORMAT, "truncated", |f| Blob::from_npy_bytes(&f.e, &f.a.to_npy_bytes().unwrap()[..100]);
+        FORMAT, "trailing", |f| Blob::from_npy_bytes(&f.e, &[f.a.to_npy_bytes().unwrap(), vec![0]].concat());
+        FORMAT, "", |f| Blob::from_caffe_bytes(&f.e, &f.a.to_caffe_bytes(false).unwrap()[..10]);
+        FORMAT, "truncated", |f| Blob::from_neoml_bytes(&f.e, &[]);
+        FORMAT, "null blob", |f| Blob::from_neoml_bytes(&f.e, &[1]);
+        FORMAT, "truncated", |f| npy::header(b"\x93NUMPY\x02\x00\xff\xff\xff\xff");
+        IO, "/nonexistent/x.npy", |f| Blob::load_npy(&f.e, "/nonexistent/x.npy");
+        IO, "/nonexistent/x.binaryproto", |f| Blob::load_caffe(&f.e, "/nonexistent/x.binaryproto");
+        IO, "", |f| f.a.save_npy("/nonexistent/dir/x.npy");
+        DTYPE, "bfloat16", |f| Blob::tensor(&f.e, DType::BF16, &[2]).unwrap().save_npy("/tmp/never-written.npy");
+        DTYPE, "", |f| f.b.to_caffe_bytes(false);
+        DTYPE, "", |f| Blob::tensor(&f.e, DType::F64, &[2]).unwrap().to_neoml_bytes();
+        SHAPE, "", |f| Blob::tensor(&f.e, DType::F32, &[1; 8]).unwrap().to_neoml_bytes();
+        DTYPE, "", |f| f.b.copy_from_caffe_bytes(&f.a.to_caffe_bytes(false).unwrap(), true);
+        SHAPE, "reshape is false", |f| f.c.copy_from_caffe_bytes(&f.a.to_caffe_bytes(false).unwrap(), false);
+        // Memory that cannot be had.
+        OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::U8, &[1 << 50]).unwrap().fill(0.0);
+        OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::F32, &[1 << 48]).unwrap().to_vec::<f32>();
+        // Engines and wrapped memory.
+        DEVICE, "no adapter is called this", |f| Engine::gpu(Some("no adapter is called this"));
+        INVALID_ARGUMENT, "aligned", |f| {
+            let mut mem = [0u64; 4];
+            let p = NonNull::new(mem.as_mut_ptr() as *mut u8).map(|p| unsafe { NonNull::new_unchecked(p.as_ptr().add(1)) });
+            // SAFETY: never dereferenced: the call fails on alignment.
+            unsafe { Blob::wrap(&f.e, DType::F32, Shape::new(&[2])?, p.ok_or_else(|| Error::NullPointer("".into()))?, 16, None) }
+        };
+        INVALID_ARGUMENT, "", |f| {
+            let mut mem = [0f32; 4];
+            let p = NonNull::new(mem.as_mut_ptr() as *mut u8).ok_or_else(|| Error::NullPointer("".into()))?;
+            // SAFETY: the call fails: 16 bytes do not hold 8 floats.
+            unsafe { Blob::wrap(&f.e, DType::F32, Shape::new(&[8])?, p, 16, None) }
+        };
+    ];
+    assert!(table.len() >= 100, "the matrix has {} rows", table.len());
+    let f = fixtures();
+    let before = digest(&f);
+    let mut failures = Vec::new();
+    for (line, code, words, call) in &table {
+        match call(&f) {
+            Ok(()) => failures.push(format!("{line}: succeeded, expected code {code}")),
+            Err(e) => {
+                let msg = e.to_string();
+                if e.code() != *code {
+                    failures.push(format!("{line}: code {} ({msg}), expected {code}", e.code()));
+                } else if !msg.contains(words) {
+                    failures.push(format!("{line}: message {msg:?} does not name {words:?}"));
+                }
+            }
+        }
+        if digest(&f) != before {
+            failures.push(format!("{line}: the fixtures changed"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} rows failed:\n{}", failures.len(), table.len(), failures.join("\n"));
+    let _ = NULL_POINTER;
+}
