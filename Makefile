@@ -21,7 +21,7 @@ export XDG_RUNTIME_DIR ?= $(CURDIR)/build/xdg
 # the default engine. The GPU pass needs an adapter (lavapipe on CI, where
 # BLOBCORE_REQUIRE_GPU=1 makes a missing one an error); elsewhere it is
 # skipped with a message.
-ENGINE_SUITES := --test numpy_vectors --test props --test views_buffers --test formats --test bad_input
+ENGINE_SUITES := --test numpy_vectors --test props --test views_buffers --test formats --test bad_input --test concurrency
 GPU_CHECK = mkdir -p -m 700 $(XDG_RUNTIME_DIR) && $(CARGO) run -q --release -p blobcore --example gpu_info
 define if_gpu
 	@if $(GPU_CHECK); then $(1); \

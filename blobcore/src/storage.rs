@@ -268,11 +268,14 @@ impl Storage {
             // SAFETY: p is valid for len bytes and the storage lock is held.
             let host = unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) };
             let dev = st.device.as_ref().ok_or_else(|| err!(Internal, "device buffer missing"))?;
-            // Bytes a host guard or buffer is writing are skipped: they are
-            // not this kernel's (no clash), and with host users the host
-            // stays authoritative, so the device copy of them is never used.
+            // Bytes being written elsewhere are skipped: by a host guard
+            // (the host stays authoritative while it lives, so the device
+            // copy of them is never used), or by a kernel in flight on
+            // another thread (uploading stale host bytes there would undo
+            // its result). They are not this kernel's: the borrows clash
+            // otherwise.
             let mut busy: Vec<(usize, usize)> =
-                st.borrows.entries.iter().filter(|e| e.exclusive && !e.device).map(|e| (e.start, e.end)).collect();
+                st.borrows.entries.iter().filter(|e| e.exclusive).map(|e| (e.start, e.end)).collect();
             if busy.is_empty() {
                 gpu.upload(dev, 0, host)?;
             } else {
@@ -300,12 +303,18 @@ impl Storage {
     /// bytes are copied back at once and the host stays authoritative.
     pub(crate) fn device_done(&self, start: usize, end: usize, write: bool) -> Result<()> {
         let mut st = lock(&self.state);
-        if st.host_shared() {
+        // The host is newer somewhere when it is shared, or when a host
+        // write on another thread moved the head to the CPU while this
+        // kernel ran (disjoint bytes: the borrows saw to that). Either way
+        // the host must stay authoritative, so the kernel's bytes go there.
+        if st.host_shared() || st.head == Head::HeadAtCpu {
             if write {
                 let p = self.host_base(&mut st)?;
                 if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
                     // SAFETY: [start, end) lies inside the storage (checked
-                    // when the device borrow was registered); the lock is held.
+                    // when the device borrow was registered), no host
+                    // borrow overlaps it (the device borrow excludes them),
+                    // and the lock is held.
                     let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr().add(start), end - start) };
                     gpu.download(dev, start, host)?;
                 }

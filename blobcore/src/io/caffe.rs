@@ -291,6 +291,9 @@ impl Blob {
     /// Caffe `FromProto(proto, reshape)` from a `BlobProto` file into this
     /// f32 or f64 blob (see [`BlobProto::load_into`]).
     pub fn load_caffe_into(&self, path: impl AsRef<Path>, reshape: bool) -> Result<()> {
+        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+            return Err(err!(DType, "Caffe blobs hold float32 or float64 values, not {}", self.dtype()));
+        }
         self.copy_from_caffe_bytes(&read_file(path.as_ref())?, reshape)
     }
 

@@ -1,0 +1,187 @@
+"""The bad-input matrix of the Python API: every row is one bad call with
+the exception class it must raise and words its message must contain; after
+every row the fixture blobs are exactly as before (shape, dtype, data, held
+buffers). The Rust (blobcore/tests/bad_input.rs) and C
+(tests/c/bad_input.c) matrices do the same through their interfaces."""
+
+import numpy as np
+import pytest
+
+import blobcore as bc
+
+
+class Fx:
+    """The blobs every row may touch."""
+
+    def __init__(self):
+        self.a = bc.Blob.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+        self.b = bc.Blob.from_numpy(np.arange(10, 16, dtype=np.int32).reshape(2, 3))
+        self.c = bc.Blob.from_numpy(np.full((3, 2), 6, np.float32))
+        self.v = bc.Blob.from_numpy(np.ones(10, np.float32))
+        self.w = self.a.window(1)
+        self.l = bc.Blob.from_numpy(np.full(4, 7, np.float32))
+        self.held = self.l.get_buffer(0, 2, True)
+        t = bc.TensorDesc(bc.float32, [1, 8, 2, 2], bc.BlockingDesc([1, 1, 2, 2, 8], [0, 1, 2, 3, 1]))
+        self.blk = bc.Blob.with_desc(t)
+
+    def digest(self):
+        return [
+            (x.shape, str(x.dtype), x.to_npy_bytes(), x.held_buffers)
+            for x in [self.a, self.b, self.c, self.v, self.w, self.l]
+        ]
+
+
+NUMPY_NPY = bc.Blob.from_numpy(np.arange(6, dtype=np.float32)).to_npy_bytes()
+READ_ONLY = np.zeros(3, np.float32)
+READ_ONLY.setflags(write=False)
+HOSTILE_NPY = b"\x93NUMPY\x01\x00\x46\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }"
+
+ROWS = [
+    # shapes and dtypes at creation
+    (lambda f: bc.Blob.tensor([-1, 2]), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.tensor([1] * 33), bc.ShapeError, "rank 33"),
+    (lambda f: bc.Blob.tensor([1] * 40), bc.ShapeError, "rank 40"),
+    (lambda f: bc.Blob.tensor([2**40, 2**40]), bc.ShapeError, "overflow"),
+    (lambda f: bc.Blob.tensor([2**62], dtype=bc.float64), bc.ShapeError, ""),
+    (lambda f: bc.Blob.tensor([2**64]), OverflowError, ""),
+    (lambda f: bc.Blob.vector(-3), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.matrix(2, -1), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.data(1, -2, 3), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.list(1, 1, -1, 3), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.image2d(1, 1, -4, 4, 3), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.image3d(1, 1, 2, 2, -2, 3), bc.ShapeError, "negative"),
+    (lambda f: bc.Blob.tensor([2], dtype="complex64"), bc.DTypeError, "complex64"),
+    (lambda f: bc.Blob.tensor([2], dtype="U4"), bc.DTypeError, ""),
+    (lambda f: bc.Blob.tensor([2], dtype=object()), bc.DTypeError, "dtype"),
+    (lambda f: bc.Blob.tensor("ab"), Exception, ""),
+    (lambda f: bc.Blob.from_numpy(np.zeros(3, np.complex64)), bc.DTypeError, ""),
+    (lambda f: bc.Blob.from_numpy(np.zeros(3, bool)), bc.DTypeError, ""),
+    (lambda f: bc.Blob.from_numpy(np.zeros((4, 4), np.float32)[:, ::2], copy=False), bc.InvalidArgumentError, "contiguous"),
+    (lambda f: bc.Blob.from_numpy(READ_ONLY, copy=False), bc.InvalidArgumentError, "writable"),
+    # axes, indices, named dims
+    (lambda f: f.a.dim(2), bc.OutOfRangeError, "axis"),
+    (lambda f: f.a.dim(-3), bc.OutOfRangeError, "axis"),
+    (lambda f: f.a.dim(bc.Dim.CHANNELS), bc.OutOfRangeError, ""),
+    (lambda f: f.a.canonical_axis(5), bc.OutOfRangeError, "axis"),
+    (lambda f: f.a.count(3), bc.OutOfRangeError, ""),
+    (lambda f: f.a.count(2, 1), bc.OutOfRangeError, ""),
+    (lambda f: f.a.offset([2]), bc.OutOfRangeError, ""),
+    (lambda f: f.a.offset([-1]), bc.OutOfRangeError, "negative"),
+    (lambda f: f.a.offset([0, 0, 0]), bc.OutOfRangeError, ""),
+    (lambda f: bc.Blob.tensor([1] * 8).object_count, bc.ShapeError, "rank"),
+    (lambda f: bc.Blob.tensor([1] * 5).num, bc.ShapeError, ""),
+    # reshape and reinterpret
+    (lambda f: f.a.reshape([-1]), bc.ShapeError, "negative"),
+    (lambda f: f.a.reshape([1] * 33), bc.ShapeError, "rank 33"),
+    (lambda f: f.a.reshape([2**40, 2**40]), bc.ShapeError, "overflow"),
+    (lambda f: f.a.reshape([4, 4]), bc.BusyError, ""),
+    (lambda f: f.l.reshape([100]), bc.BusyError, ""),
+    (lambda f: f.a.reinterpret([5]), bc.ShapeError, "count"),
+    (lambda f: f.a.reinterpret([7]), bc.ShapeError, ""),
+    # copies and arithmetic
+    (lambda f: f.a.copy_from(f.b), bc.DTypeError, "dtypes differ"),
+    (lambda f: f.a.copy_from(f.c), bc.ShapeError, "dims differ"),
+    (lambda f: f.a.copy_from(np.zeros(5)), bc.ShapeError, "5 elements"),
+    (lambda f: f.a.copy_from("text"), Exception, ""),
+    (lambda f: f.a.add(f.b), bc.DTypeError, "dtypes differ"),
+    (lambda f: f.a.add(f.c), bc.ShapeError, "dims differ"),
+    (lambda f: f.a.add(np.zeros((2, 3))), TypeError, ""),
+    (lambda f: f.a.transposed(0, 2), bc.OutOfRangeError, "axis"),
+    (lambda f: f.a.transposed(-3, 0), bc.OutOfRangeError, "axis"),
+    (lambda f: f.a.transpose_from(f.b, 0, 1), bc.DTypeError, "dtypes differ"),
+    (lambda f: f.a.transpose_from(f.v, 0, 1), bc.OutOfRangeError, "axis"),
+    (lambda f: f.a.fill_object(6, 1.0), bc.OutOfRangeError, "object"),
+    (lambda f: f.a.clear_object(-1), bc.OutOfRangeError, ""),
+    (lambda f: f.a.clone(dtype="complex128"), bc.DTypeError, ""),
+    # merge and split
+    (lambda f: bc.merge([], 0), bc.InvalidArgumentError, "no blobs"),
+    (lambda f: bc.merge([f.a, f.b], 0), bc.DTypeError, ""),
+    (lambda f: bc.merge([f.a, f.c], 0), bc.ShapeError, ""),
+    (lambda f: bc.merge([f.a], 5), bc.OutOfRangeError, "axis"),
+    (lambda f: bc.merge_into([f.c, f.c], f.c, 0), bc.ShapeError, "add up"),
+    (lambda f: bc.merge_into([f.w, f.w], f.a, 0), bc.InvalidArgumentError, "shares memory"),
+    (lambda f: bc.merge_into([f.v], f.a, 0), bc.ShapeError, "rank"),
+    (lambda f: bc.split(f.a, 4, 1), bc.ShapeError, ""),
+    (lambda f: bc.split(f.a, [1, 1], 1), bc.ShapeError, ""),
+    (lambda f: bc.split(f.a, 0, 0), bc.ShapeError, ""),
+    (lambda f: bc.split_into(f.a, [], 0), bc.InvalidArgumentError, ""),
+    (lambda f: bc.split_into(f.a, [f.w, f.w], 0), bc.InvalidArgumentError, "shares memory"),
+    (lambda f: bc.split_into(f.a, [f.b], 0), bc.DTypeError, ""),
+    (lambda f: bc.merge_objects([f.v], f.a), bc.ShapeError, ""),
+    (lambda f: bc.merge_objects([], f.a), bc.InvalidArgumentError, ""),
+    (lambda f: bc.split_objects(f.a, [f.v]), bc.ShapeError, ""),
+    # windows, slices, regions
+    (lambda f: f.a.window(3), bc.OutOfRangeError, ""),
+    (lambda f: f.a.window(-1), (bc.OutOfRangeError, OverflowError), ""),
+    (lambda f: f.w.set_parent_pos(2), bc.OutOfRangeError, ""),
+    (lambda f: f.w.set_parent_pos(-1), bc.OutOfRangeError, "negative"),
+    (lambda f: f.w.shift_parent_pos(5), bc.OutOfRangeError, ""),
+    (lambda f: f.w.shift_parent_pos(-(2**63)), bc.OutOfRangeError, ""),
+    (lambda f: f.a.set_parent_pos(0), bc.InvalidArgumentError, "window"),
+    (lambda f: f.a.slice([2]), bc.OutOfRangeError, ""),
+    (lambda f: f.a.slice([0, 0, 0]), bc.OutOfRangeError, ""),
+    (lambda f: f.a.region([0, 0], [3, 3]), bc.OutOfRangeError, ""),
+    (lambda f: f.a.region([1, 0], [0, 3]), bc.OutOfRangeError, ""),
+    (lambda f: f.a.region([0], [1]), bc.OutOfRangeError, "rank 2"),
+    # buffers and LIFO
+    (lambda f: f.a.get_buffer(-1, 1, False), bc.OutOfRangeError, "negative"),
+    (lambda f: f.a.get_buffer(0, 7, False), bc.OutOfRangeError, "exceeds"),
+    (lambda f: f.a.get_buffer(5, 2, True), bc.OutOfRangeError, "exceeds"),
+    (lambda f: f.a.get_buffer(2**62, 2, True), bc.OutOfRangeError, ""),
+    (lambda f: f.a.release_buffer(np.zeros(2, np.float32), False), bc.LifoError, ""),
+    (lambda f: f.l.release_buffer(np.zeros(2, np.float32), True), bc.LifoError, "not a buffer"),
+    (lambda f: f.v.release_buffer(f.held, True), bc.LifoError, ""),
+    (lambda f: f.a.buffer(0, 7).__enter__(), bc.OutOfRangeError, ""),
+    (lambda f: f.a.buffer(0, 2, mode="x"), (bc.InvalidArgumentError, ValueError), "mode"),
+    # layouts
+    (lambda f: bc.TensorDesc(bc.float32, [2, 3], bc.BlockingDesc([2, 3], [0, 2])), bc.ShapeError, "leaves out dim 1"),
+    (lambda f: bc.BlockingDesc([1, 2], [0]), bc.ShapeError, ""),
+    (lambda f: bc.TensorDesc(bc.float32, [1, 2, 3], bc.Layout.NCHW), bc.ShapeError, ""),
+    (lambda f: f.blk.desc.offset([0, 8, 0, 0]), bc.OutOfRangeError, ""),
+    (lambda f: f.blk.fill(1.0), bc.UnsupportedError, "reorder"),
+    (lambda f: f.blk.window(1), bc.UnsupportedError, "reorder"),
+    (lambda f: np.asarray(f.blk), bc.UnsupportedError, ""),
+    (lambda f: f.a.reorder_from(f.c), bc.ShapeError, "dims differ"),
+    (lambda f: f.a.reorder_from(f.b), bc.DTypeError, "dtypes differ"),
+    # files
+    (lambda f: bc.from_npy_bytes(b"not a numpy file"), bc.FormatError, "magic"),
+    (lambda f: bc.from_npy_bytes(NUMPY_NPY[:-1]), bc.FormatError, "truncated"),
+    (lambda f: bc.from_npy_bytes(NUMPY_NPY + b"\0"), bc.FormatError, "trailing"),
+    (lambda f: bc.from_npy_bytes(HOSTILE_NPY), bc.FormatError, "truncated"),
+    (lambda f: bc.from_caffe_bytes(b"\xff" * 16), bc.FormatError, ""),
+    (lambda f: bc.from_neoml_bytes(b""), bc.FormatError, "truncated"),
+    (lambda f: bc.from_neoml_bytes(b"\x01"), bc.FormatError, "null blob"),
+    (lambda f: bc.from_caffe_bytes(3.5), bc.InvalidArgumentError, "bytes-like"),
+    (lambda f: bc.load_npy("/nonexistent/x.npy"), bc.IoError, "/nonexistent/x.npy"),
+    (lambda f: bc.load_caffe("/nonexistent/x.binaryproto"), bc.IoError, "cannot read"),
+    (lambda f: bc.load_neoml(""), bc.IoError, ""),
+    (lambda f: f.a.save_npy("/nonexistent/dir/x.npy"), bc.IoError, ""),
+    (lambda f: bc.Blob.tensor([2], dtype=bc.bfloat16).save_npy("/tmp/never.npy"), bc.DTypeError, "bfloat16"),
+    (lambda f: f.b.save_caffe("/tmp/never.binaryproto"), bc.DTypeError, ""),
+    (lambda f: f.b.load_caffe_into("/nonexistent/x"), bc.DTypeError, "int32"),
+    (lambda f: bc.Blob.tensor([1] * 8).to_neoml_bytes(), bc.ShapeError, ""),
+    # memory that cannot be had, engines
+    (lambda f: bc.Blob.vector(2**50, dtype=bc.uint8).fill(0), bc.OutOfMemoryError, ""),
+    (lambda f: bc.Blob.vector(2**48).asum(), bc.OutOfMemoryError, ""),
+    (lambda f: bc.Engine.gpu("no adapter is called this"), bc.DeviceError, "no adapter is called this"),
+]
+
+
+@pytest.fixture(scope="module")
+def fx():
+    return Fx()
+
+
+@pytest.mark.parametrize("row", range(len(ROWS)))
+def test_bad_call_fails_clearly_and_changes_nothing(fx, row):
+    call, cls, words = ROWS[row]
+    before = fx.digest()
+    with pytest.raises(cls) as e:
+        call(fx)
+    if words:
+        assert words.lower() in str(e.value).lower(), str(e.value)
+    assert fx.digest() == before
+
+
+def test_the_matrix_has_at_least_100_rows():
+    assert len(ROWS) >= 100

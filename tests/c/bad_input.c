@@ -1,0 +1,320 @@
+/* The bad-input matrix of the C API: one row per bad call, each with the
+ * status it must return and words its message must contain. After every
+ * row the fixture blobs must be exactly as before (dims, dtype, data, held
+ * buffers) and out-pointers untouched. The Rust and Python matrices do the
+ * same through their interfaces.
+ *
+ *   bad_input <scratch dir>
+ */
+#include "check.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static Blob *a, *b, *c, *v, *w, *l, *blk;
+static void *held;
+static int rows = 0;
+static unsigned char before[4096], now[4096];
+
+/* Every fixture's dims, dtype and bytes, back to back. */
+static size_t digest(unsigned char *out) {
+    Blob *const all[] = {a, b, c, v, w, l};
+    size_t at = 0, k;
+    for (k = 0; k < sizeof all / sizeof all[0]; k++) {
+        int64_t dims[8] = {0}, n = 0;
+        int32_t dtype = 0;
+        size_t rank = 0;
+        blob_rank(all[k], &rank);
+        blob_dims(all[k], dims, 8);
+        blob_dtype(all[k], &dtype);
+        blob_data_size(all[k], &n);
+        memcpy(out + at, dims, sizeof dims);
+        at += sizeof dims;
+        memcpy(out + at, &dtype, sizeof dtype);
+        at += sizeof dtype;
+        blob_copy_to_host(all[k], out + at, (size_t)n * (dtype == BLOB_F64 ? 8 : 4));
+        at += (size_t)n * (dtype == BLOB_F64 ? 8 : 4);
+    }
+    return at;
+}
+
+static void row(int line, const char *call, int32_t got, int32_t want, const char *words) {
+    size_t n;
+    rows++;
+    if (got != want) {
+        fprintf(stderr, "line %d: %s returned %s, expected %s (%s)\n", line, call, blob_status_str(got),
+                blob_status_str(want), blob_last_error());
+        failures++;
+    } else if (strstr(blob_last_error(), words) == NULL) {
+        fprintf(stderr, "line %d: %s: message \"%s\" does not name \"%s\"\n", line, call, blob_last_error(), words);
+        failures++;
+    }
+    n = digest(now);
+    if (memcmp(before, now, n) != 0) {
+        fprintf(stderr, "line %d: %s changed the fixtures\n", line, call);
+        failures++;
+    }
+}
+
+#define BAD(code, words, call) row(__LINE__, #call, (call), code, words)
+
+static void never(void *ctx) {
+    (void)ctx;
+    fprintf(stderr, "a release callback ran for a failed blob_wrap\n");
+    failures++;
+}
+
+int main(int argc, char **argv) {
+    const char *scratch = argc > 1 ? argv[1] : ".";
+    Blob *out = (Blob *)&rows, *const sentinel = (Blob *)&rows, *freed = NULL;
+    Blob *fake = (Blob *)(uintptr_t)0xdead0;
+    BlobEngine *eng_out = (BlobEngine *)&rows;
+    const int64_t d23[2] = {2, 3}, d32[2] = {3, 2}, neg[2] = {2, -3}, huge[2] = {INT64_C(1) << 40, INT64_C(1) << 40};
+    const int64_t one_neg[1] = {-1}, big[1] = {INT64_C(1) << 62}, d4[1] = {4}, d100[1] = {100}, d7[1] = {7};
+    int64_t ones[40], got64 = 777, idx3[3] = {0, 0, 0}, idx_bad[2] = {2, 0}, idx_neg[2] = {0, -1};
+    int32_t got32 = 777;
+    double sum = -1;
+    size_t rank = 777, count = 777, len = 777;
+    bool flag = false;
+    void *ptr = (void *)&rows;
+    uint8_t *bytes = (uint8_t *)&rows, junk[64];
+    float host[8];
+    char path[1024];
+    const Blob *pair[2];
+    Blob *outs[2];
+    int i;
+    static const float init[6] = {0, 1, 2, 3, 4, 5};
+    static const int32_t initi[6] = {10, 11, 12, 13, 14, 15};
+    static const float sevens[4] = {7, 7, 7, 7};
+    static const unsigned char not_npy[] = "not a numpy file";
+    uint64_t wrap_mem[8];
+
+    for (i = 0; i < 40; i++) ones[i] = 1;
+    memset(junk, 0xff, sizeof junk);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, d23, 2, &a) == BLOB_OK && blob_copy_from_host(a, init, sizeof init) == BLOB_OK);
+    CHECK(blob_create_tensor(NULL, BLOB_I32, d23, 2, &b) == BLOB_OK && blob_copy_from_host(b, initi, sizeof initi) == BLOB_OK);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, d32, 2, &c) == BLOB_OK && blob_fill(c, 6.0) == BLOB_OK);
+    CHECK(blob_create_vector(NULL, BLOB_F32, 10, &v) == BLOB_OK && blob_fill(v, 1.0) == BLOB_OK);
+    CHECK(blob_create_window(a, 1, &w) == BLOB_OK);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, d4, 1, &l) == BLOB_OK && blob_copy_from_host(l, sevens, sizeof sevens) == BLOB_OK);
+    CHECK(blob_get_buffer(l, 0, 2, true, &held) == BLOB_OK);
+    {
+        const int64_t dims[4] = {1, 8, 2, 2}, blkd[5] = {1, 1, 2, 2, 8}, order[5] = {0, 1, 2, 3, 1};
+        CHECK(blob_create_desc(NULL, BLOB_F32, dims, 4, blkd, order, 5, &blk) == BLOB_OK);
+    }
+    CHECK(blob_create_vector(NULL, BLOB_F32, 3, &freed) == BLOB_OK && blob_free(freed) == BLOB_OK);
+    digest(before);
+
+    /* NULL handles and NULL out-pointers */
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_fill(NULL, 1.0));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_scale(NULL, 2.0));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_clear(NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_asum(NULL, &sum));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_asum(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_sumsq(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_dtype(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_rank(NULL, &rank));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_dims(a, NULL, 2));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_dim(a, 0, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_head(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_copy(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_copy_from(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_copy_from(NULL, a));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_add(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_create_tensor(NULL, BLOB_F32, d23, 2, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_create_tensor(NULL, BLOB_F32, NULL, 2, &out));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_copy_from_host(a, NULL, 24));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_copy_to_host(a, NULL, 24));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_get_buffer(a, 0, 1, true, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_create_window(NULL, 1, &out));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_merge(NULL, 2, 0, a));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_load_npy(NULL, NULL, &out));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_to_npy_bytes(a, NULL, &len));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_from_caffe_bytes(NULL, NULL, 5, &out));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_engine(a, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_is_gpu(NULL, NULL));
+    CHECK(out == sentinel);
+
+    /* freed and foreign handles */
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_fill(freed, 1.0));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_asum(freed, &sum));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_free(freed));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_fill(fake, 1.0));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_free(fake));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from(a, fake));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_create_window(fake, 1, &out));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_create_tensor((BlobEngine *)fake, BLOB_F32, d23, 2, &out));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_free((BlobEngine *)fake));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_bytes_free((uint8_t *)fake));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_bytes_free(junk));
+    pair[0] = a;
+    pair[1] = freed;
+    BAD(BLOB_ERR_INVALID_HANDLE, "from[1]", blob_merge(pair, 2, 0, v));
+    CHECK(out == sentinel);
+
+    /* dims: negative, overflowing, rank over 32, bad dtype codes */
+    BAD(BLOB_ERR_SHAPE, "negative", blob_create_tensor(NULL, BLOB_F32, neg, 2, &out));
+    BAD(BLOB_ERR_SHAPE, "negative", blob_create_vector(NULL, BLOB_F32, -1, &out));
+    BAD(BLOB_ERR_SHAPE, "negative", blob_create_matrix(NULL, BLOB_F32, 2, -1, &out));
+    BAD(BLOB_ERR_SHAPE, "negative", blob_create_image2d(NULL, BLOB_F32, 1, 1, -4, 4, 3, &out));
+    BAD(BLOB_ERR_SHAPE, "overflow", blob_create_tensor(NULL, BLOB_F32, huge, 2, &out));
+    BAD(BLOB_ERR_SHAPE, "", blob_create_tensor(NULL, BLOB_F64, big, 1, &out));
+    BAD(BLOB_ERR_SHAPE, "rank 33", blob_create_tensor(NULL, BLOB_F32, ones, 33, &out));
+    BAD(BLOB_ERR_SHAPE, "rank 40", blob_create_tensor(NULL, BLOB_F32, ones, 40, &out));
+    BAD(BLOB_ERR_DTYPE, "code 0", blob_create_vector(NULL, 0, 3, &out));
+    BAD(BLOB_ERR_DTYPE, "code 9", blob_create_vector(NULL, 9, 3, &out));
+    BAD(BLOB_ERR_DTYPE, "code -7", blob_clone_as(a, -7, &out));
+    BAD(BLOB_ERR_SHAPE, "negative", blob_reshape(a, one_neg, 1));
+    BAD(BLOB_ERR_SHAPE, "rank 33", blob_reshape(a, ones, 33));
+    BAD(BLOB_ERR_SHAPE, "overflow", blob_reshape(a, huge, 2));
+    BAD(BLOB_ERR_SHAPE, "", blob_reinterpret(a, d7, 1));
+    BAD(BLOB_ERR_SHAPE, "", blob_reinterpret(a, d4, 1));
+    CHECK(out == sentinel);
+
+    /* axes and indices out of range */
+    BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_dim(a, 2, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_dim(a, -3, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_canonical_axis(a, 9, &got32));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_count_range(a, 2, 1, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_offset(a, idx_bad, 2, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_offset(a, idx_neg, 2, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_offset(a, idx3, 3, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_legacy_shape(a, 4, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, 7, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, -1, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_transposed(a, 0, 2, &out));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_fill_object(a, 6, 1.0));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_clear_object(a, -1));
+    CHECK(got64 == 777 && got32 == 777 && out == sentinel);
+
+    /* mismatched copies, arithmetic, merges and splits */
+    BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_copy_from(a, b));
+    BAD(BLOB_ERR_SHAPE, "dims differ", blob_copy_from(a, c));
+    BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_add(a, b));
+    BAD(BLOB_ERR_SHAPE, "dims differ", blob_add(a, c));
+    BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_transpose_from(a, b, 0, 1));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "23 bytes", blob_copy_from_host(a, host, 23));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "", blob_copy_to_host(a, host, 25));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "empty", blob_merge(pair, 0, 0, a));
+    pair[0] = a;
+    pair[1] = b;
+    BAD(BLOB_ERR_DTYPE, "", blob_merge(pair, 2, 0, v));
+    pair[1] = c;
+    BAD(BLOB_ERR_SHAPE, "", blob_merge(pair, 2, 0, v));
+    pair[0] = c;
+    BAD(BLOB_ERR_SHAPE, "add up", blob_merge(pair, 2, 0, c));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_merge(pair, 1, 5, c));
+    outs[0] = c;
+    outs[1] = c;
+    BAD(BLOB_ERR_SHAPE, "", blob_split(a, 0, outs, 2));
+    outs[0] = w;
+    outs[1] = w;
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "shares memory", blob_split(a, 0, outs, 2));
+    outs[0] = b;
+    BAD(BLOB_ERR_DTYPE, "", blob_split(a, 0, outs, 1));
+    pair[0] = v;
+    BAD(BLOB_ERR_SHAPE, "", blob_merge_objects(pair, 1, a));
+    outs[0] = v;
+    BAD(BLOB_ERR_SHAPE, "", blob_split_objects(a, outs, 1));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "", blob_merge(pair, (size_t)1 << 40, 0, a));
+
+    /* windows, slices and regions out of range */
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_create_window(a, 3, &out));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_create_window(a, -1, &out));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_set_parent_pos(w, 2));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_set_parent_pos(w, -1));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_shift_parent_pos(w, 5));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_shift_parent_pos(w, INT64_MIN));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "window", blob_set_parent_pos(a, 0));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "window", blob_parent_pos(a, &got64));
+    {
+        const int64_t i2[1] = {2}, begin[2] = {0, 0}, end[2] = {3, 3}, rbegin[2] = {1, 0}, rend[2] = {0, 3};
+        BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_slice(a, i2, 1, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_slice(a, idx3, 3, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_region(a, begin, end, 2, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_region(a, rbegin, rend, 2, &out));
+    }
+    CHECK(out == sentinel);
+
+    /* buffers: ranges, LIFO, busy reallocation */
+    BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_get_buffer(a, -1, 1, false, &ptr));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "exceeds", blob_get_buffer(a, 0, 7, false, &ptr));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "exceeds", blob_get_buffer(a, 5, 2, true, &ptr));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_get_buffer(a, INT64_MAX, 2, true, &ptr));
+    BAD(BLOB_ERR_LIFO, "no buffer", blob_release_buffer(a, ptr, false));
+    BAD(BLOB_ERR_LIFO, "not a buffer", blob_release_buffer(l, junk, true));
+    BAD(BLOB_ERR_LIFO, "not a buffer", blob_release_buffer(l, (char *)held + 4, true));
+    BAD(BLOB_ERR_LIFO, "", blob_release_buffer(v, held, true));
+    BAD(BLOB_ERR_BUSY, "", blob_reshape(l, d100, 1));
+    BAD(BLOB_ERR_BUSY, "", blob_reshape(a, d100, 1));
+    CHECK(ptr == (void *)&rows);
+
+    /* layouts */
+    {
+        const int64_t dims[2] = {2, 3}, blkd[2] = {2, 3}, order_bad[2] = {0, 2}, order_short[1] = {0};
+        const int64_t off_idx[4] = {0, 8, 0, 0};
+        BAD(BLOB_ERR_SHAPE, "leaves out dim 1", blob_create_desc(NULL, BLOB_F32, dims, 2, blkd, order_bad, 2, &out));
+        BAD(BLOB_ERR_SHAPE, "", blob_create_desc(NULL, BLOB_F32, dims, 2, blkd, order_short, 1, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_desc_offset(blk, off_idx, 4, &got64));
+        BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_fill(blk, 1.0));
+        BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_create_window(blk, 1, &out));
+        BAD(BLOB_ERR_SHAPE, "dims differ", blob_reorder(a, c));
+        BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_reorder(a, b));
+    }
+
+    /* files: truncated, hostile, missing, refused */
+    BAD(BLOB_ERR_FORMAT, "magic", blob_from_npy_bytes(NULL, not_npy, sizeof not_npy, &out));
+    BAD(BLOB_ERR_FORMAT, "", blob_from_caffe_bytes(NULL, junk, sizeof junk, &out));
+    BAD(BLOB_ERR_FORMAT, "truncated", blob_from_neoml_bytes(NULL, junk, 0, &out));
+    BAD(BLOB_ERR_FORMAT, "isNull", blob_from_neoml_bytes(NULL, junk, sizeof junk, &out));
+    {
+        static const unsigned char hostile[] = "\x93NUMPY\x01\x00\x46\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+        BAD(BLOB_ERR_FORMAT, "truncated", blob_from_npy_bytes(NULL, hostile, sizeof hostile - 1, &out));
+    }
+    CHECK(blob_to_npy_bytes(a, &bytes, &len) == BLOB_OK);
+    BAD(BLOB_ERR_FORMAT, "truncated", blob_from_npy_bytes(NULL, bytes, len - 1, &out));
+    CHECK(blob_bytes_free(bytes) == BLOB_OK);
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_bytes_free(bytes));
+    snprintf(path, sizeof path, "%s/missing.npy", scratch);
+    BAD(BLOB_ERR_IO, "missing.npy", blob_load_npy(NULL, path, &out));
+    BAD(BLOB_ERR_IO, "", blob_load_caffe(NULL, "/nonexistent/x.binaryproto", &out));
+    BAD(BLOB_ERR_IO, "", blob_load_caffe_vector(NULL, "/nonexistent/x", NULL, 0, &count));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "empty", blob_load_neoml(NULL, "", &out));
+    BAD(BLOB_ERR_IO, "", blob_save_npy(a, "/nonexistent/dir/x.npy"));
+    BAD(BLOB_ERR_DTYPE, "", blob_save_caffe(b, "/nonexistent/x", false));
+    BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_save_neoml(blk, "/nonexistent/x"));
+    BAD(BLOB_ERR_DTYPE, "int32", blob_load_caffe_into(b, "/nonexistent/x", true));
+    CHECK(out == sentinel && count == 777);
+
+    /* memory that cannot be had, engines, wrapped memory */
+    {
+        const int64_t petabyte[1] = {INT64_C(1) << 50};
+        Blob *huge_blob = NULL;
+        CHECK(blob_create_tensor(NULL, BLOB_U8, petabyte, 1, &huge_blob) == BLOB_OK);
+        BAD(BLOB_ERR_OUT_OF_MEMORY, "", blob_fill(huge_blob, 0.0));
+        BAD(BLOB_ERR_OUT_OF_MEMORY, "", blob_asum(huge_blob, &sum));
+        blob_free(huge_blob);
+    }
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "aligned", blob_wrap(NULL, BLOB_F32, d4, 1, (char *)wrap_mem + 1, 32, never, NULL, &out));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "", blob_wrap(NULL, BLOB_F32, d100, 1, wrap_mem, sizeof wrap_mem, never, NULL, &out));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_wrap(NULL, BLOB_F32, d4, 1, NULL, 16, never, NULL, &out));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_is_gpu((BlobEngine *)fake, &flag));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_cpu(NULL));
+    CHECK(out == sentinel && eng_out == (BlobEngine *)&rows && sum == -1);
+
+    CHECK(blob_release_buffer(l, held, false) == BLOB_OK);
+    blob_free(a);
+    blob_free(b);
+    blob_free(c);
+    blob_free(v);
+    blob_free(w);
+    blob_free(l);
+    blob_free(blk);
+    if (rows < 100) {
+        fprintf(stderr, "only %d rows: the matrix needs at least 100\n", rows);
+        failures++;
+    }
+    if (failures) fprintf(stderr, "%d checks failed\n", failures);
+    else printf("bad_input: %d rows, all checks passed\n", rows);
+    return failures != 0;
+}
