@@ -13,8 +13,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 const THREADS: usize = 8;
-const ITERS: usize = 60;
-const ROW: usize = 256;
+const ITERS: usize = 40;
+const ROW: usize = 4096;
 
 /// Runs `f` until it is not Busy: another thread's whole-blob read may
 /// hold the memory for a moment, which is an answer, not a failure.

@@ -61,7 +61,7 @@ ROWS = [
     # axes, indices, named dims
     (lambda f: f.a.dim(2), bc.OutOfRangeError, "axis"),
     (lambda f: f.a.dim(-3), bc.OutOfRangeError, "axis"),
-    (lambda f: f.a.dim(bc.Dim.CHANNELS), bc.OutOfRangeError, ""),
+    (lambda f: f.a.canonical_axis(-3), bc.OutOfRangeError, "axis"),
     (lambda f: f.a.canonical_axis(5), bc.OutOfRangeError, "axis"),
     (lambda f: f.a.count(3), bc.OutOfRangeError, ""),
     (lambda f: f.a.count(2, 1), bc.OutOfRangeError, ""),
