@@ -29,7 +29,7 @@ define if_gpu
 	else echo "SKIPPED: $(2) (no GPU adapter; install mesa-vulkan-drivers for lavapipe)"; fi
 endef
 
-.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint clean fuzz
+.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint clean fuzz tsan
 
 all: build
 
@@ -133,7 +133,7 @@ bench-py: wheel
 # cargo-fuzz over every target for FUZZ_SECONDS each, starting from the
 # seed corpus in fuzz/seeds. Needs a nightly toolchain; skips without one.
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= caffe neoml npy
+FUZZ_TARGETS ?= caffe neoml npy capi_ops
 fuzz:
 	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
 	  echo "make fuzz: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
@@ -142,6 +142,16 @@ fuzz:
 	  mkdir -p fuzz/corpus/$$t && cp fuzz/seeds/$$t/* fuzz/corpus/$$t/ && \
 	  $(CARGO) +nightly fuzz run $$t fuzz/corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 || exit 1; \
 	done
+
+# The Rust concurrency tests under ThreadSanitizer. Needs a nightly
+# toolchain with rust-src (std is rebuilt instrumented); skips without one.
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+tsan:
+	@if ! $(CARGO) +nightly --version >/dev/null 2>&1 || \
+	   ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then \
+	  echo "make tsan: skipped: needs a nightly toolchain with rust-src (rustup component add rust-src --toolchain nightly)"; exit 0; fi; \
+	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1" \
+	  $(CARGO) +nightly test -Zbuild-std --target $(HOST_TRIPLE) --target-dir target/tsan -p blobcore --test concurrency
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -51,11 +51,15 @@ fn work(e: &Engine, shared: &Blob, t: usize) -> usize {
             let mut g = retry(|| row.buffer_write::<f32>(0, 4));
             g[0] = t as f32;
         }
-        let p = retry(|| row.get_buffer(4, 2, true)).as_ptr() as *mut f32;
-        // SAFETY: the buffer holds 2 f32s until released below, and no
-        // other thread touches this row.
-        unsafe { *p.add(1) = -(t as f32) };
-        row.release_buffer(p as *const u8, true).unwrap();
+        {
+            let mut g = retry(|| row.buffer_write::<f32>(5, 1));
+            g[0] = -(t as f32);
+        }
+        // A raw buffer is held and released (LIFO) but not written: raw
+        // buffers are plain memory, outside the borrow table, so writing
+        // one while other threads read the blob would be the caller's race.
+        let p = retry(|| row.get_buffer(4, 2, true));
+        row.release_buffer(p.as_ptr(), false).unwrap();
         // Contended reads of the whole shared blob: a result or Busy.
         match shared.asum() {
             Ok(_) => {}

@@ -35,6 +35,18 @@ mod status;
 mod views;
 
 pub use handles::{Blob, BlobEngine};
+// The functions are C ABI first; re-exported so Rust callers (the fuzz
+// targets, tests) can call them as `blob::blob_fill(...)`.
+pub use buffers::*;
+pub use create::*;
+pub use data::*;
+pub use engine::*;
+pub use formats::*;
+pub use layout::*;
+pub use merge::*;
+pub use ops::*;
+pub use query::*;
+pub use views::*;
 
 /// Success.
 pub const BLOB_OK: i32 = 0;

@@ -41,8 +41,11 @@ def work(shared, t, errors):
             del a, b, m, q
             retry(lambda: row.fill(i))
             retry(lambda: row.scale(2.0))
-            with retry(lambda: row.buffer(0, 4, "rw")) as buf:
-                buf[0] = t
+            retry(lambda: row.fill_object(0, t))  # a [1, ROW] row: object 0 is element 0
+            # Buffers are plain memory shared with NumPy: read, never
+            # written here while other threads read the blob.
+            with retry(lambda: row.buffer(4, 2, "r")) as buf:
+                assert buf[0] == 2 * i
             try:
                 shared.asum()
             except bc.BusyError:

@@ -68,9 +68,12 @@ static void work(Blob *target, int t) {
         /* this thread's row of the shared blob */
         RETRY(blob_fill(row, i));
         RETRY(blob_scale(row, 2.0));
-        RETRY(blob_get_buffer(row, 0, 4, true, &p));
-        ((float *)p)[0] = (float)t;
-        RETRY(blob_release_buffer(row, p, true));
+        RETRY(blob_fill_object(row, 0, t)); /* a [1, ROW] row: object 0 is element 0 */
+        /* A raw buffer is held and released (LIFO) but not written: raw
+         * buffers are plain memory outside the borrow checks, so writing
+         * one while other threads read the blob would be our own race. */
+        RETRY(blob_get_buffer(row, 4, 2, true, &p));
+        RETRY(blob_release_buffer(row, p, false));
         /* contended whole-blob reads: a result or Busy */
         {
             int32_t s = blob_asum(target, &sum);
