@@ -68,6 +68,12 @@ test-c: stage
 	cd $(CBUILD) && ctest --output-on-failure -LE memcheck
 	cd $(CBUILD) && ctest --output-on-failure -L memcheck
 	$(call if_gpu,cd $(CBUILD) && BLOBCORE_ENGINE=gpu ctest --output-on-failure -LE memcheck,the C tests on the GPU engine)
+	@if echo 'int main(void) { return 0; }' | $(CC) -x c -fsanitize=address -o $(CBUILD)/asan-probe - >/dev/null 2>&1; then \
+	  echo "== the C tests built with AddressSanitizer"; \
+	  cmake -S examples/c -B $(CBUILD)-asan -DCMAKE_PREFIX_PATH=$(STAGE) -DCMAKE_BUILD_TYPE=Debug -DBLOB_ASAN=ON >/dev/null && \
+	  cmake --build $(CBUILD)-asan -j2 >/dev/null && \
+	  cd $(CBUILD)-asan && ctest --output-on-failure -E '^gpu$$'; \
+	else echo "SKIPPED: the AddressSanitizer build of the C tests (the compiler cannot -fsanitize=address)"; fi
 	@echo "== pkg-config build of the quickstart against the staged install"
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) -std=c99 -Wall -Wextra -Werror -pedantic examples/c/quickstart.c \
 		$$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs blob) -Wl,-rpath,$(STAGE)/lib -o $(CBUILD)/quickstart_pc

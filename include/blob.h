@@ -6,13 +6,18 @@
  * through out-pointers, which are left untouched on error. blob_last_error()
  * gives the calling thread's last message. NULL, freed or never-issued
  * handles are reported (BLOB_ERR_NULL_POINTER / BLOB_ERR_INVALID_HANDLE),
- * never dereferenced. A NULL BlobEngine* means the default CPU engine.
+ * never dereferenced. A NULL BlobEngine* means the default engine (the CPU
+ * unless blob_set_default_engine or BLOBCORE_ENGINE=gpu chose the GPU).
  * Every handle a function hands out must be freed with its _free function.
  *
  * Thread safety: any function may be called from any thread. Operations on
- * different blobs run concurrently; an operation that would write memory
- * another thread is using fails with BLOB_ERR_BUSY instead of racing. Raw
- * buffers from blob_get_buffer are plain memory: synchronise their use.
+ * different blobs, or on disjoint parts of one blob, run concurrently; an
+ * operation that would write memory another thread is reading or writing
+ * fails with BLOB_ERR_BUSY instead of racing (retry it). Raw buffers from
+ * blob_get_buffer are plain memory: synchronise their use with other
+ * threads, and do not use them after releasing them or freeing their blob.
+ * GPU blobs follow the same rules; their data moves between host and device
+ * as reads and writes require, never stale.
  */
 
 #ifndef BLOB_H

@@ -27,6 +27,15 @@
 //! # Ok(()) }
 //! ```
 
+//! ## Thread safety
+//!
+//! [`Blob`] and [`Engine`] are `Send + Sync`. Operations on different
+//! blobs, or on disjoint memory of one blob, run concurrently; an operation
+//! that would write memory another thread is reading or writing through a
+//! guard or an operation returns [`Error::Busy`] instead of racing. Raw
+//! memory handed out (`get_buffer` pointers, [`Export`]s) is outside these
+//! checks: synchronising its use is the caller's job.
+
 #![deny(missing_docs)]
 
 pub mod blob;

@@ -9,7 +9,8 @@
 //! - handles that are NULL, freed or never issued are reported as
 //!   `BLOB_ERR_NULL_POINTER` / `BLOB_ERR_INVALID_HANDLE`, never dereferenced;
 //! - every function catches panics and returns `BLOB_ERR_INTERNAL`;
-//! - a NULL `BlobEngine*` means the default CPU engine;
+//! - a NULL `BlobEngine*` means the default engine (see
+//!   `blob_set_default_engine`);
 //! - every handle a function hands out must be freed with its `_free`
 //!   function; views keep their memory alive on their own.
 //!

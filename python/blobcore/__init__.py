@@ -9,6 +9,11 @@ np.float32(9.0)
 Every semantic lives in the Rust crate ``blobcore``; this package is its
 binding (module ``blobcore._blobcore``) plus the exception classes, the
 dtypes and :class:`Dim`.
+
+Threads: large operations release the GIL, so threads working on different
+blobs (or disjoint windows of one) run in parallel; an operation that would
+write memory another thread is using raises :class:`BusyError` instead of
+racing. NumPy views of a blob are plain shared memory, as NumPy arrays are.
 """
 
 from ._dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
