@@ -52,7 +52,7 @@ demo-py: wheel
 	build/venv-clean/bin/pip install -q $(WHEELS)/blobcore-*.whl
 	cd build && venv-clean/bin/python -c "import blobcore as bc, numpy as np; b = bc.Blob.tensor([2, 3]); b.fill(2); print('clean venv:', bc.__version__, np.asarray(b).sum())"
 
-test: header-check test-rust test-c test-py
+test: header-check test-rust test-c test-py tsan
 
 # Release mode: the property tests run many cases, and the memory test
 # checks resident sizes of optimised code.

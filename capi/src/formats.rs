@@ -120,13 +120,9 @@ pub extern "C" fn blob_load_caffe_vector(
                 blobs.len()
             )));
         }
-        if !blobs.is_empty() {
-            crate::status::out(out, "out")?;
-        }
-        for (i, b) in blobs.into_iter().enumerate() {
-            // SAFETY: out is non-NULL and the caller promises room for
-            // `capacity` >= count handles.
-            put(unsafe { out.add(i) }, handles::issue_blob(b));
+        let slots = crate::status::array_mut(out, blobs.len(), usize::MAX / 64, "out")?;
+        for (slot, b) in slots.iter_mut().zip(blobs) {
+            *slot = handles::issue_blob(b);
         }
         Ok(())
     })

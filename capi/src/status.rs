@@ -102,6 +102,22 @@ pub fn array<'a, T>(p: *const T, n: usize, max: usize, what: &str) -> Result<&'a
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
+/// A caller's writable array of `n` elements (as [`array`], for results).
+pub fn array_mut<'a, T>(p: *mut T, n: usize, max: usize, what: &str) -> Result<&'a mut [T], Error> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL but its length is {n}")));
+    }
+    if n > max {
+        return Err(Error::InvalidArgument(format!("{what} has {n} entries; at most {max} are allowed")));
+    }
+    // SAFETY: p is non-NULL and the caller promises n writable elements;
+    // n is bounded so the byte size fits isize.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
 /// Indices or counts from C: `n` (at most `max`) values, each >= 0
 /// (OutOfRange otherwise).
 pub fn indices(p: *const i64, n: usize, max: usize, what: &str) -> Result<Vec<usize>, Error> {
