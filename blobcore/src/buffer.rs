@@ -38,7 +38,9 @@ impl Blob {
         if !region.dense {
             return Err(crate::blob::needs_dense());
         }
-        let base = if exchange { region.storage.host_read()? } else { region.storage.host_write()? };
+        // exchange = the holder reads current data (the head may stay
+        // Synced); otherwise it will overwrite it (the head moves here).
+        let (pin, base) = region.storage.pin_host(!exchange)?;
         let byte_off = (region.offset + pos) * self.dtype().size();
         if byte_off + size * self.dtype().size() > region.storage.len() {
             return Err(err!(Internal, "buffer exceeds the blob's memory"));
@@ -49,7 +51,7 @@ impl Blob {
             addr: ptr.as_ptr() as usize,
             pos,
             size,
-            pin: region.storage.pin(),
+            pin,
         });
         Ok(ptr)
     }

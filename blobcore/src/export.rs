@@ -118,12 +118,12 @@ impl Blob {
             if start + span > storage.len() {
                 return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
             }
-            let host = storage.host_write()?;
+            let (pin, host) = storage.pin_host(true)?;
             // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
             let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
             let byte_strides = strides.iter().map(|&s| (s * es) as isize).collect();
             let dims = desc.dims().to_vec();
-            return Ok(Export { _pin: storage.pin(), ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span });
+            return Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span });
         }
         drop(st);
         let region = self.snapshot();
@@ -153,10 +153,10 @@ impl Blob {
         if start + len > storage.len() {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
-        let base = storage.host_write()?;
+        let (pin, base) = storage.pin_host(true)?;
         // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
-        Ok(Export { _pin: storage.pin(), ptr, dtype: self.dtype(), shape, strides: None, span: len })
+        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len })
     }
 }
 

@@ -245,10 +245,19 @@ impl Storage {
         })
     }
 
-    /// Counts an export of the host memory until the returned pin drops.
-    pub(crate) fn pin(self: &Arc<Self>) -> Pin {
-        lock(&self.state).pins += 1;
-        Pin { storage: Arc::clone(self) }
+    /// Hands the host memory out raw (an export, a held buffer): makes the
+    /// host copy current, moves the head to the host when the holder may
+    /// write (`write`) or nothing existed yet, and counts the pin until it
+    /// drops — all under one lock, so no kernel can finish in between and
+    /// leave the device newer than memory someone now holds.
+    pub(crate) fn pin_host(self: &Arc<Self>, write: bool) -> Result<(Pin, NonNull<u8>)> {
+        let mut st = lock(&self.state);
+        let p = self.host_ptr_locked(&mut st)?;
+        if write || st.head == Head::Uninitialized {
+            st.head = Head::HeadAtCpu;
+        }
+        st.pins += 1;
+        Ok((Pin { storage: Arc::clone(self) }, p))
     }
 
     /// Device access to bytes `[start, end)` for a GPU kernel: registers a
