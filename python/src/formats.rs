@@ -16,17 +16,24 @@ fn load(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>, f: L
     run(py, false, move || f(&e, &path)).map(PyBlob::new)
 }
 
-/// Bytes-like input as a slice; `bytes`, `bytearray`, `memoryview` and
-/// NumPy uint8 arrays are accepted through the buffer protocol.
-fn with_bytes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
-    if let Ok(b) = data.cast::<PyBytes>() {
-        return f(b.as_bytes());
-    }
-    let buf = pyo3::buffer::PyBuffer::<u8>::get(data).map_err(|_| {
-        raise("InvalidArgumentError", format!("expected bytes-like data, got {}", data.get_type()))
-    })?;
-    let v = buf.to_vec(data.py())?;
-    f(&v)
+type Decoder = fn(&Engine, &[u8]) -> blobcore::Result<Blob>;
+
+/// Decodes bytes-like input (``bytes``, ``bytearray``, ``memoryview``,
+/// NumPy uint8 arrays: the buffer protocol) without the GIL.
+fn decode(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>, f: Decoder) -> PyResult<PyBlob> {
+    let e = engine_of(engine)?;
+    let copied;
+    let bytes = match data.cast::<PyBytes>() {
+        Ok(b) => b.as_bytes(),
+        Err(_) => {
+            let buf = pyo3::buffer::PyBuffer::<u8>::get(data).map_err(|_| {
+                raise("InvalidArgumentError", format!("expected bytes-like data, got {}", data.get_type()))
+            })?;
+            copied = buf.to_vec(data.py())?;
+            &copied[..]
+        }
+    };
+    run(data.py(), false, || f(&e, bytes)).map(PyBlob::new)
 }
 
 /// Loads a Caffe BlobProto file (``.binaryproto``) as a new float32 blob
@@ -62,8 +69,7 @@ pub fn save_caffe_vector(py: Python<'_>, path: PathBuf, blobs: Vec<PyRef<'_, PyB
 #[pyfunction]
 #[pyo3(signature = (data, engine=None))]
 pub fn from_caffe_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let e = engine_of(engine)?;
-    with_bytes(data, |b| run(data.py(), false, || Blob::from_caffe_bytes(&e, b)).map(PyBlob::new))
+    decode(data, engine, Blob::from_caffe_bytes)
 }
 
 /// Loads a NeoML blob archive as a rank-7 float32 or int32 blob.
@@ -77,8 +83,7 @@ pub fn load_neoml(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngi
 #[pyfunction]
 #[pyo3(signature = (data, engine=None))]
 pub fn from_neoml_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let e = engine_of(engine)?;
-    with_bytes(data, |b| run(data.py(), false, || Blob::from_neoml_bytes(&e, b)).map(PyBlob::new))
+    decode(data, engine, Blob::from_neoml_bytes)
 }
 
 /// Loads a NumPy ``.npy`` file (float32, int32, float64, int64, uint8,
@@ -93,8 +98,7 @@ pub fn load_npy(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine
 #[pyfunction]
 #[pyo3(signature = (data, engine=None))]
 pub fn from_npy_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let e = engine_of(engine)?;
-    with_bytes(data, |b| run(data.py(), false, || Blob::from_npy_bytes(&e, b)).map(PyBlob::new))
+    decode(data, engine, Blob::from_npy_bytes)
 }
 
 /// Runs an encoder without the GIL and returns its output as ``bytes``.

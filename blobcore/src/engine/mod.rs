@@ -133,6 +133,8 @@ impl Engine {
     }
 }
 
+/// The CPU engine, always. [`Engine::default_engine`] is the configurable
+/// default that C's NULL engine and Python's `engine=None` use.
 impl Default for Engine {
     fn default() -> Self {
         Engine::cpu()

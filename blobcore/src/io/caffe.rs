@@ -75,6 +75,14 @@ pub struct BlobProtoVector {
 
 const FORMAT: &str = "Caffe BlobProto";
 
+/// Caffe blobs are `Blob<float>` or `Blob<double>`: other dtypes are a DType error.
+fn check_caffe_dtype(dtype: DType) -> Result<()> {
+    match dtype {
+        DType::F32 | DType::F64 => Ok(()),
+        other => Err(err!(DType, "Caffe blobs hold float32 or float64 values, not {other}")),
+    }
+}
+
 impl BlobProto {
     /// Decodes a serialized `BlobProto`; malformed protobuf is a Format error.
     pub fn decode_bytes(bytes: &[u8]) -> Result<BlobProto> {
@@ -159,9 +167,7 @@ impl BlobProto {
     /// Values are converted to the blob's dtype. On error the blob is
     /// unchanged.
     pub fn load_into(&self, blob: &Blob, reshape: bool) -> Result<()> {
-        if !matches!(blob.dtype(), DType::F32 | DType::F64) {
-            return Err(err!(DType, "Caffe blobs hold float32 or float64 values, not {}", blob.dtype()));
-        }
+        check_caffe_dtype(blob.dtype())?;
         let shape = self.blob_shape()?;
         // Validate everything before changing the blob.
         self.values(shape.count(), false)?;
@@ -253,7 +259,7 @@ impl Values<'_> {
             (Values::F64(v), DType::F64) => blob.copy_from_slice(v),
             (Values::F32(v), DType::F64) => blob.copy_from_slice(&convert::<f32, f64>(v)),
             (Values::F64(v), DType::F32) => blob.copy_from_slice(&convert::<f64, f32>(v)),
-            (_, other) => Err(err!(DType, "Caffe blobs hold float32 or float64 values, not {other}")),
+            (_, other) => check_caffe_dtype(other),
         }
     }
 }
@@ -291,9 +297,7 @@ impl Blob {
     /// Caffe `FromProto(proto, reshape)` from a `BlobProto` file into this
     /// f32 or f64 blob (see [`BlobProto::load_into`]).
     pub fn load_caffe_into(&self, path: impl AsRef<Path>, reshape: bool) -> Result<()> {
-        if !matches!(self.dtype(), DType::F32 | DType::F64) {
-            return Err(err!(DType, "Caffe blobs hold float32 or float64 values, not {}", self.dtype()));
-        }
+        check_caffe_dtype(self.dtype())?;
         self.copy_from_caffe_bytes(&read_file(path.as_ref())?, reshape)
     }
 

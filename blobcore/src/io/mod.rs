@@ -73,15 +73,16 @@ pub(crate) fn io_err(e: std::io::Error) -> Error {
 /// A shape read from a file: any problem (negative dims, rank over 32, an
 /// element count that overflows) is a Format error naming the format.
 pub(crate) fn file_shape(format: &str, dims: &[i64]) -> Result<Shape> {
-    Shape::from_i64(dims).map_err(|e| err!(Format, "{format}: bad shape {dims:?}: {}", inner_message(&e)))
+    Shape::from_i64(dims).map_err(|e| err!(Format, "{format}: bad shape {dims:?}: {}", e.message()))
 }
 
-/// The message of an error without its category prefix.
-fn inner_message(e: &Error) -> String {
-    let s = e.to_string();
-    match s.split_once(": ") {
-        Some((_, rest)) => rest.to_string(),
-        None => s,
+/// `data` with the bytes of every `es`-byte element reversed when `swap`
+/// (a file's byte order differs from the host's), else `data` itself.
+pub(crate) fn byte_order(data: &[u8], es: usize, swap: bool) -> std::borrow::Cow<'_, [u8]> {
+    if swap && es > 1 {
+        data.chunks_exact(es).flat_map(|e| e.iter().rev().copied()).collect::<Vec<u8>>().into()
+    } else {
+        data.into()
     }
 }
 

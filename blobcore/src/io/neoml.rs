@@ -16,7 +16,7 @@ use crate::blob::Blob;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Result};
-use crate::io::{file_shape, io_err, read_file, write_file, Cursor};
+use crate::io::{byte_order, file_shape, io_err, read_file, write_file, Cursor};
 use std::io::Write;
 use std::path::Path;
 
@@ -74,18 +74,8 @@ fn decode_one(engine: &Engine, c: &mut Cursor<'_>) -> Result<Option<Blob>> {
     // is checked against the input before the blob is created.
     let data = c.take(count as usize * 4, "the data")?;
     let blob = Blob::new(engine, dtype, shape)?;
-    store_le(&blob, data)?;
+    blob.copy_from_bytes(&byte_order(data, 4, cfg!(target_endian = "big")))?;
     Ok(Some(blob))
-}
-
-/// Copies little-endian 4-byte values into the blob.
-fn store_le(blob: &Blob, data: &[u8]) -> Result<()> {
-    if cfg!(target_endian = "little") {
-        blob.copy_from_bytes(data)
-    } else {
-        let swapped: Vec<u8> = data.chunks_exact(4).flat_map(|w| [w[3], w[2], w[1], w[0]]).collect();
-        blob.copy_from_bytes(&swapped)
-    }
 }
 
 /// Encodes a blob (or a null blob) as NeoML's `SerializeBlob` does.
@@ -122,12 +112,7 @@ pub fn encode(blob: Option<&Blob>, w: &mut dyn Write) -> Result<()> {
     head.extend_from_slice(&count.to_le_bytes());
     let r = blob.snapshot().into_read()?;
     w.write_all(&head).map_err(io_err)?;
-    if cfg!(target_endian = "little") {
-        w.write_all(r.bytes()).map_err(io_err)
-    } else {
-        let swapped: Vec<u8> = r.bytes().chunks_exact(4).flat_map(|v| [v[3], v[2], v[1], v[0]]).collect();
-        w.write_all(&swapped).map_err(io_err)
-    }
+    w.write_all(&byte_order(r.bytes(), 4, cfg!(target_endian = "big"))).map_err(io_err)
 }
 
 impl Blob {

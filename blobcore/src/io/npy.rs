@@ -17,7 +17,7 @@ use crate::blob::Blob;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Result};
-use crate::io::{file_shape, io_err, read_file, write_file, Cursor};
+use crate::io::{byte_order, file_shape, io_err, read_file, write_file, Cursor};
 use std::io::Write;
 use std::path::Path;
 
@@ -252,13 +252,7 @@ pub fn decode(engine: &Engine, bytes: &[u8]) -> Result<Blob> {
         .ok_or_else(|| err!(Format, "{FORMAT}: the shape {dims:?} is too large"))?;
     let data = c.take(need, "the data")?;
     c.finish()?;
-    let swapped;
-    let data = if h.big_endian != cfg!(target_endian = "big") && es > 1 {
-        swapped = data.chunks_exact(es).flat_map(|e| e.iter().rev().copied()).collect::<Vec<u8>>();
-        &swapped[..]
-    } else {
-        data
-    };
+    let data = byte_order(data, es, h.big_endian != cfg!(target_endian = "big"));
     let blob = Blob::new(engine, h.dtype, shape)?;
     if h.fortran_order && blob.rank() > 1 {
         let mut strides = Vec::with_capacity(h.shape.len());
@@ -272,7 +266,7 @@ pub fn decode(engine: &Engine, bytes: &[u8]) -> Result<Blob> {
         // element offset below count, so every read is inside `data`.
         unsafe { blob.copy_from_strided(data.as_ptr(), &strides)? };
     } else {
-        blob.copy_from_bytes(data)?;
+        blob.copy_from_bytes(&data)?;
     }
     Ok(blob)
 }

@@ -217,9 +217,5 @@ pub(crate) fn merge_split(g: &Gpu, whole: &Region, parts: &[Region], outer: usiz
 
 /// Row-major strides of `dims`, in elements.
 pub(crate) fn row_major(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * dims[i + 1];
-    }
-    s
+    crate::layout::row_major_strides(dims, 1).into_iter().map(|s| s as usize).collect()
 }
