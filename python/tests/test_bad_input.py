@@ -164,6 +164,7 @@ ROWS = [
     (lambda f: bc.Blob.vector(2**50, dtype=bc.uint8).fill(0), bc.OutOfMemoryError, ""),
     (lambda f: bc.Blob.vector(2**48).asum(), bc.OutOfMemoryError, ""),
     (lambda f: bc.Engine.gpu("no adapter is called this"), bc.DeviceError, "no adapter is called this"),
+    (lambda f: bc.Engine.set_default("gpu"), TypeError, ""),
 ]
 
 

@@ -300,6 +300,8 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_NULL_POINTER, "", blob_wrap(NULL, BLOB_F32, d4, 1, NULL, 16, never, NULL, &out));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_is_gpu((BlobEngine *)fake, &flag));
     BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_cpu(NULL));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_set_default_engine((BlobEngine *)fake));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine(fake, &eng_out));
     CHECK(out == sentinel && eng_out == (BlobEngine *)&rows && sum == -1);
 
     CHECK(blob_release_buffer(l, held, false) == BLOB_OK);
