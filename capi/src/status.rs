@@ -85,17 +85,24 @@ pub fn put<T>(p: *mut T, v: T) {
     unsafe { p.write(v) }
 }
 
-/// A caller's array of `n` elements; NULL is allowed only when `n == 0`.
-/// `max` bounds `n` before any slice is formed.
-pub fn array<'a, T>(p: *const T, n: usize, max: usize, what: &str) -> Result<&'a [T], Error> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
+/// Checks a caller's array pointer and length before a slice is formed:
+/// NULL is allowed only when `n == 0`, and `max` bounds `n`.
+fn array_ok<T>(p: *const T, n: usize, max: usize, what: &str) -> Result<(), Error> {
+    if n > 0 && p.is_null() {
         return Err(Error::NullPointer(format!("{what} is NULL but its length is {n}")));
     }
     if n > max {
         return Err(Error::InvalidArgument(format!("{what} has {n} entries; at most {max} are allowed")));
+    }
+    Ok(())
+}
+
+/// A caller's array of `n` elements; NULL is allowed only when `n == 0`.
+/// `max` bounds `n` before any slice is formed.
+pub fn array<'a, T>(p: *const T, n: usize, max: usize, what: &str) -> Result<&'a [T], Error> {
+    array_ok(p, n, max, what)?;
+    if n == 0 {
+        return Ok(&[]);
     }
     // SAFETY: p is non-NULL and the caller promises n readable elements;
     // n is bounded so the byte size fits isize.
@@ -104,14 +111,9 @@ pub fn array<'a, T>(p: *const T, n: usize, max: usize, what: &str) -> Result<&'a
 
 /// A caller's writable array of `n` elements (as [`array`], for results).
 pub fn array_mut<'a, T>(p: *mut T, n: usize, max: usize, what: &str) -> Result<&'a mut [T], Error> {
+    array_ok(p, n, max, what)?;
     if n == 0 {
         return Ok(&mut []);
-    }
-    if p.is_null() {
-        return Err(Error::NullPointer(format!("{what} is NULL but its length is {n}")));
-    }
-    if n > max {
-        return Err(Error::InvalidArgument(format!("{what} has {n} entries; at most {max} are allowed")));
     }
     // SAFETY: p is non-NULL and the caller promises n writable elements;
     // n is bounded so the byte size fits isize.
