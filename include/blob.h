@@ -6,7 +6,19 @@
  * through out-pointers, which are left untouched on error. blob_last_error()
  * gives the calling thread's last message. NULL, freed or never-issued
  * handles are reported (BLOB_ERR_NULL_POINTER / BLOB_ERR_INVALID_HANDLE),
- * never dereferenced. A NULL BlobEngine* means the default engine (the CPU
+ * never dereferenced.
+ *
+ * Forged handles: a Blob* or BlobEngine* is an opaque token, not an address.
+ * Tokens are 16-aligned, at least 64 KiB, never reused within a process, and
+ * spread over 2^60 values by a per-process random key, so a garbage value (an
+ * uninitialised variable, a handle from another run, a freed handle, a live
+ * handle plus or minus a few bytes, a small integer) gets
+ * BLOB_ERR_INVALID_HANDLE and touches nothing: the chance that a given
+ * forged value names a live blob is about (live handles) / 2^60. Buffers
+ * from blob_to_*_bytes are real memory mapped at random addresses, so
+ * blob_bytes_free rejects stale and forged pointers the same way.
+ *
+ * A NULL BlobEngine* means the default engine (the CPU
  * unless blob_set_default_engine or BLOBCORE_ENGINE=gpu chose the GPU).
  * Every handle a function hands out must be freed with its _free function.
  *
@@ -33,7 +45,7 @@
 // A required pointer argument was NULL.
 #define BLOB_ERR_NULL_POINTER 1
 
-// A handle was freed or never issued.
+// A handle was freed, never issued, or is a garbage value.
 #define BLOB_ERR_INVALID_HANDLE 2
 
 // An argument is malformed.
@@ -424,7 +436,9 @@ int32_t blob_to_npy_bytes(const struct Blob *b, uint8_t **out, size_t *len);
 
 // Frees a buffer from `blob_to_*_bytes`. NULL is a no-op; a pointer
 // libblob did not hand out, or already freed, is
-// `BLOB_ERR_INVALID_HANDLE` and frees nothing.
+// `BLOB_ERR_INVALID_HANDLE` and frees nothing. Each buffer is mapped at a
+// random address, so a stale pointer practically never names a newer
+// buffer (a double free is caught even after more buffers were made).
 int32_t blob_bytes_free(uint8_t *bytes);
 
 // Creates a blob with logical `dims` laid out as the blocking (`blk_dims`,

@@ -10,9 +10,7 @@
 use crate::handles::{self, Blob, BlobEngine};
 use crate::status::{array, ffi, out, path, put};
 use blobcore::Error;
-use std::collections::HashMap;
 use std::ffi::c_char;
-use std::sync::{Mutex, PoisonError};
 
 /// Input byte buffers larger than this are refused before they are read
 /// (no file format here has a use for more than isize::MAX bytes anyway).
@@ -43,25 +41,14 @@ fn decode(e: *const BlobEngine, data: *const u8, len: usize, o: *mut *mut Blob, 
     })
 }
 
-/// Buffers handed out by `blob_to_*_bytes`, keyed by address.
-static BUFFERS: Mutex<Option<HashMap<usize, Vec<u8>>>> = Mutex::new(None);
-
 fn encode(b: *const Blob, o: *mut *mut u8, len: *mut usize, f: Encoder) -> i32 {
     ffi!({
         let o = out(o, "out")?;
         let len = out(len, "len")?;
         let b = handles::blob(b, "blob")?;
-        let mut bytes = f(&b)?;
-        // A non-empty allocation gives every buffer a unique address.
-        bytes.reserve(1);
-        let (ptr, n) = (bytes.as_mut_ptr(), bytes.len());
-        BUFFERS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert_with(HashMap::new)
-            .insert(ptr as usize, bytes);
-        put(o, ptr);
-        put(len, n);
+        let bytes = f(&b)?;
+        put(o, crate::byte_buffers::hand_out(&bytes)?);
+        put(len, bytes.len());
         Ok(())
     })
 }
@@ -223,26 +210,15 @@ pub extern "C" fn blob_to_npy_bytes(b: *const Blob, out: *mut *mut u8, len: *mut
 
 /// Frees a buffer from `blob_to_*_bytes`. NULL is a no-op; a pointer
 /// libblob did not hand out, or already freed, is
-/// `BLOB_ERR_INVALID_HANDLE` and frees nothing.
+/// `BLOB_ERR_INVALID_HANDLE` and frees nothing. Each buffer is mapped at a
+/// random address, so a stale pointer practically never names a newer
+/// buffer (a double free is caught even after more buffers were made).
 #[no_mangle]
 pub extern "C" fn blob_bytes_free(bytes: *mut u8) -> i32 {
     ffi!({
         if bytes.is_null() {
             return Ok(());
         }
-        let mut buffers = BUFFERS.lock().unwrap_or_else(PoisonError::into_inner);
-        let freed = buffers.as_mut().and_then(|m| m.remove(&(bytes as usize)));
-        if buffers.as_ref().is_some_and(HashMap::is_empty) {
-            // Release the table too, so nothing stays allocated once every
-            // buffer is freed.
-            *buffers = None;
-        }
-        drop(buffers);
-        match freed {
-            Some(_) => Ok(()),
-            None => Err(Error::InvalidHandle(format!(
-                "{bytes:p} is not a buffer from blob_to_*_bytes (or it was freed already)"
-            ))),
-        }
+        crate::byte_buffers::free(bytes)
     })
 }

@@ -1,11 +1,12 @@
 //! The registry of live handles. A handle is an opaque, never-reused token
-//! shaped like a pointer; it is looked up, never dereferenced, so NULL,
-//! freed, double-freed or made-up handles are reported as errors instead
-//! of being undefined behaviour.
+//! shaped like a pointer (see [`crate::tokens`]: sparse and keyed per
+//! process, so garbage values do not name live blobs); it is looked up,
+//! never dereferenced, so NULL, freed, double-freed or made-up handles are
+//! reported as errors instead of being undefined behaviour.
 
 use blobcore::{Engine, Error};
+use crate::tokens;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, RwLock};
 
 /// An n-dimensional blob (opaque; created by `blob_create_*`, freed by `blob_free`).
@@ -18,21 +19,14 @@ pub struct BlobEngine {
     _opaque: [u8; 0],
 }
 
-/// Tokens advance by 16 so they look like aligned pointers; they are never reused.
-/// (A BTreeMap rather than a HashMap: its static allocations stay "still
-/// reachable" for valgrind instead of "possibly lost".)
-static NEXT: AtomicUsize = AtomicUsize::new(1);
-
+/// Live handles by token. (A BTreeMap rather than a HashMap: its static
+/// allocations stay "still reachable" for valgrind instead of "possibly lost".)
 static BLOBS: LazyLock<RwLock<BTreeMap<usize, blobcore::Blob>>> = LazyLock::new(Default::default);
 static ENGINES: LazyLock<RwLock<BTreeMap<usize, Engine>>> = LazyLock::new(Default::default);
 
-fn token() -> usize {
-    NEXT.fetch_add(1, Ordering::Relaxed) << 4
-}
-
 /// Issues a new handle for `b`.
 pub fn issue_blob(b: blobcore::Blob) -> *mut Blob {
-    let t = token();
+    let t = tokens::issue();
     BLOBS.write().unwrap_or_else(|e| e.into_inner()).insert(t, b);
     t as *mut Blob
 }
@@ -110,7 +104,7 @@ pub fn free_blob(h: *mut Blob) -> Result<(), Error> {
 
 /// Issues a new engine handle.
 pub fn issue_engine(e: Engine) -> *mut BlobEngine {
-    let t = token();
+    let t = tokens::issue();
     ENGINES.write().unwrap_or_else(|e| e.into_inner()).insert(t, e);
     t as *mut BlobEngine
 }

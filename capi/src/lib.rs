@@ -8,6 +8,9 @@
 //!   after a success);
 //! - handles that are NULL, freed or never issued are reported as
 //!   `BLOB_ERR_NULL_POINTER` / `BLOB_ERR_INVALID_HANDLE`, never dereferenced;
+//!   handles are sparse per-process random tokens, never reused, so a
+//!   garbage value (uninitialised, off by some bytes, from another run)
+//!   gets `BLOB_ERR_INVALID_HANDLE` rather than naming a live blob;
 //! - every function catches panics and returns `BLOB_ERR_INTERNAL`;
 //! - a NULL `BlobEngine*` means the default engine (see
 //!   `blob_set_default_engine`);
@@ -23,6 +26,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod buffers;
+mod byte_buffers;
 mod create;
 mod data;
 mod engine;
@@ -33,6 +37,7 @@ mod merge;
 mod ops;
 mod query;
 mod status;
+mod tokens;
 mod views;
 
 pub use handles::{Blob, BlobEngine};
@@ -53,7 +58,7 @@ pub use views::*;
 pub const BLOB_OK: i32 = 0;
 /// A required pointer argument was NULL.
 pub const BLOB_ERR_NULL_POINTER: i32 = 1;
-/// A handle was freed or never issued.
+/// A handle was freed, never issued, or is a garbage value.
 pub const BLOB_ERR_INVALID_HANDLE: i32 = 2;
 /// An argument is malformed.
 pub const BLOB_ERR_INVALID_ARGUMENT: i32 = 3;
