@@ -66,6 +66,8 @@ pub(crate) enum ViewKind {
     Slice { index: Vec<usize> },
     /// An OpenVINO region (ROI) starting at this logical index.
     Region { begin: Vec<usize> },
+    /// A NumPy basic-indexing view or a transposed view (see `index.rs`).
+    Indexed,
 }
 
 /// An entry of the LIFO buffer stack (see `buffer.rs`).

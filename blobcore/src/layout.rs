@@ -261,6 +261,21 @@ impl BlockingDesc {
         Ok(b)
     }
 
+    /// A planar strided view (NumPy indexing): no density rule, only a
+    /// span that fits an `i64`. The caller checks it lies in the storage.
+    pub(crate) fn view(blk_dims: &[usize], order: &[usize], strides: &[usize]) -> Result<BlockingDesc> {
+        let n = blk_dims.len();
+        let b = BlockingDesc {
+            blk_dims: blk_dims.to_vec(),
+            order: order.to_vec(),
+            offset_padding: 0,
+            offsets_to_data: vec![0; n],
+            strides: strides.to_vec(),
+        };
+        b.span()?;
+        Ok(b)
+    }
+
     /// The blocked dims, outermost first.
     pub fn blk_dims(&self) -> &[usize] {
         &self.blk_dims

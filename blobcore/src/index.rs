@@ -1,0 +1,364 @@
+//! NumPy basic indexing: `b[1]`, `b[:, 2:8:3]`, `b[..., None]`, `b.T`.
+//!
+//! A key is a list of [`Index`] entries with NumPy's meaning. The result is
+//! a view sharing the blob's memory: storage + element offset + per-axis
+//! strides (a planar [`TensorDesc`]), kept alive like windows and regions,
+//! composable (a view of a view is a view of the same storage). When the
+//! strides come out row-major the view is dense and every operation takes
+//! its fast path; otherwise dense-only operations ask for a copy
+//! (`copy()`, `reorder_from`, NumPy through `export`).
+//!
+//! Negative steps: NumPy returns views with negative strides. blobcore's
+//! descs have non-negative strides, so a key with a negative step returns a
+//! *copy* (a new dense blob) from [`Blob::index`]; [`Blob::index_for_write`]
+//! returns the positive-step view over the same elements and the axes that
+//! are reversed, so an assignment can flip its value instead.
+
+use crate::blob::{Blob, State, View, ViewKind};
+use crate::error::{err, Result};
+use crate::layout::{BlockingDesc, TensorDesc};
+use crate::shape::{Shape, MAX_RANK};
+use std::sync::Arc;
+
+/// One entry of a NumPy basic-indexing key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// An integer (negative counts from the end): selects one position and
+    /// removes the axis.
+    At(i64),
+    /// `start:stop:step`, with NumPy's defaults and clipping; `step` must
+    /// not be 0.
+    Range {
+        /// First position (default: 0, or the end for negative steps).
+        start: Option<i64>,
+        /// One past the last position (default: the end, or before 0).
+        stop: Option<i64>,
+        /// Distance between positions (default 1).
+        step: Option<i64>,
+    },
+    /// `None` / `numpy.newaxis`: a new axis of length 1.
+    NewAxis,
+    /// `...`: as many full ranges as the other entries leave axes.
+    Ellipsis,
+}
+
+impl Index {
+    /// The full range `:`.
+    pub const ALL: Index = Index::Range { start: None, stop: None, step: None };
+}
+
+/// Where an indexed view's elements are: dims, element strides (may be
+/// negative) and the element offset of index 0, relative to the parent's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) dims: Vec<usize>,
+    pub(crate) strides: Vec<isize>,
+    pub(crate) offset: isize,
+}
+
+/// NumPy's `slice.indices(n)` and the resulting length.
+fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: usize) -> Result<(i64, i64, usize)> {
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return Err(err!(InvalidArgument, "slice step cannot be zero"));
+    }
+    let n = i64::try_from(n).map_err(|_| err!(Shape, "dim {n} is too large to index"))?;
+    let clip = |v: Option<i64>, default: i64| -> i64 {
+        match v {
+            None => default,
+            Some(v) if v < 0 => {
+                let v = v.saturating_add(n);
+                if v < 0 {
+                    if step < 0 { -1 } else { 0 }
+                } else {
+                    v
+                }
+            }
+            Some(v) if v >= n => {
+                if step < 0 { n - 1 } else { n }
+            }
+            Some(v) => v,
+        }
+    };
+    let (start, stop) = if step > 0 { (clip(start, 0), clip(stop, n)) } else { (clip(start, n - 1), clip(stop, -1)) };
+    let len = if step > 0 {
+        if stop > start { (stop - start - 1) / step + 1 } else { 0 }
+    } else if start > stop {
+        (start - stop - 1) / (-step) + 1
+    } else {
+        0
+    };
+    Ok((start, step, len as usize))
+}
+
+/// Applies `key` to a view of `dims` with element `strides`.
+pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<Plan> {
+    let ellipses = key.iter().filter(|k| **k == Index::Ellipsis).count();
+    if ellipses > 1 {
+        return Err(err!(OutOfRange, "an index can only have a single ellipsis ('...')"));
+    }
+    let consuming = key.iter().filter(|k| matches!(k, Index::At(_) | Index::Range { .. })).count();
+    if consuming > dims.len() {
+        return Err(err!(
+            OutOfRange,
+            "too many indices for blob: blob is {}-dimensional, but {consuming} were indexed",
+            dims.len()
+        ));
+    }
+    let mut out = Plan { dims: Vec::new(), strides: Vec::new(), offset: 0 };
+    let mut axis = 0;
+    let mut entries: Vec<Index> = Vec::with_capacity(key.len() + dims.len());
+    for k in key {
+        if *k == Index::Ellipsis {
+            entries.extend(std::iter::repeat_n(Index::ALL, dims.len() - consuming));
+        } else {
+            entries.push(*k);
+        }
+    }
+    for k in entries.into_iter().chain(std::iter::repeat(Index::ALL)) {
+        if axis == dims.len() && !matches!(k, Index::NewAxis) {
+            if k == Index::ALL {
+                break; // the implicit trailing `:` entries
+            }
+            return Err(err!(Internal, "index plan ran past the axes"));
+        }
+        match k {
+            Index::At(i) => {
+                let n = dims[axis];
+                let j = if i < 0 { i.checked_add(n as i64) } else { Some(i) };
+                let j = j.filter(|&j| j >= 0 && (j as u64) < n as u64).ok_or_else(|| {
+                    err!(OutOfRange, "index {i} is out of bounds for axis {axis} with size {n}")
+                })?;
+                out.offset += j as isize * strides[axis];
+                axis += 1;
+            }
+            Index::Range { start, stop, step } => {
+                let (first, step, len) = resolve_range(start, stop, step, dims[axis])?;
+                if len > 0 {
+                    out.offset += first as isize * strides[axis];
+                }
+                out.dims.push(len);
+                out.strides.push(strides[axis] * step as isize);
+                axis += 1;
+            }
+            Index::NewAxis => {
+                out.dims.push(1);
+                out.strides.push(0);
+            }
+            Index::Ellipsis => return Err(err!(Internal, "ellipsis left in the expanded key")),
+        }
+        if out.dims.len() > MAX_RANK {
+            return Err(err!(Shape, "indexing would give rank {}, above the limit of {MAX_RANK}", out.dims.len()));
+        }
+    }
+    Ok(out)
+}
+
+/// A planar desc for positive element `strides` (any order, gaps allowed):
+/// axes sorted by stride, outermost first; length-1 axes innermost.
+pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[usize]) -> Result<TensorDesc> {
+    let rank = dims.len();
+    let mut order: Vec<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
+    order.sort_by(|&a, &b| strides[b].cmp(&strides[a]).then(a.cmp(&b)));
+    order.extend((0..rank).filter(|&a| dims[a] <= 1));
+    let blk: Vec<usize> = order.iter().map(|&a| dims[a]).collect();
+    let st: Vec<usize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+    TensorDesc::with_blocking(dtype, dims, BlockingDesc::view(&blk, &order, &st)?)
+}
+
+impl Blob {
+    /// The element strides and offset of this blob's logical dims (row-major
+    /// for dense blobs); blocked layouts have none.
+    fn element_strides(&self, st: &State) -> Result<(Vec<isize>, usize)> {
+        match &st.desc {
+            None => Ok((crate::layout::row_major_strides(st.shape.dims(), 1), 0)),
+            Some(d) => {
+                let (s, base) = d.planar_strides().ok_or_else(|| {
+                    err!(Unsupported, "a blocked layout ({}) cannot be indexed; reorder it into a dense blob first", d.layout())
+                })?;
+                Ok((s.into_iter().map(|v| v as isize).collect(), base))
+            }
+        }
+    }
+
+    /// A view of the elements at `plan` (positive strides only).
+    fn view_of(&self, st: &State, base: usize, p: &Plan, kind: ViewKind) -> Result<Blob> {
+        let shape = Shape::new(&p.dims)?;
+        let strides: Vec<usize> = p.strides.iter().map(|&s| s.unsigned_abs()).collect();
+        let offset = (st.offset + base)
+            .checked_add_signed(p.offset)
+            .ok_or_else(|| err!(Internal, "indexed offset below the storage"))?;
+        let count = shape.count();
+        let dense = count == 0 || crate::layout::is_row_major(&p.dims, &p.strides, 1);
+        let desc = if dense { None } else { Some(strided_desc(self.dtype(), &p.dims, &strides)?) };
+        let span = match &desc {
+            Some(d) => d.span()?,
+            None => count,
+        };
+        if (offset + span) * self.dtype().size() > st.storage.len() {
+            return Err(err!(Internal, "indexed view exceeds the storage"));
+        }
+        let state = State {
+            capacity: count,
+            shape,
+            storage: Arc::clone(&st.storage),
+            offset: if count == 0 { st.offset } else { offset },
+            view: Some(View { parent: self.clone(), kind }),
+            desc,
+        };
+        Ok(self.derived(state))
+    }
+
+    /// The plan of `key` and this blob's base offset.
+    fn index_plan(&self, st: &State, key: &[Index]) -> Result<(Plan, usize)> {
+        let (strides, base) = self.element_strides(st)?;
+        Ok((plan(st.shape.dims(), &strides, key)?, base))
+    }
+
+    /// NumPy basic indexing (`b[key]`): a view sharing memory, or — when a
+    /// range has a negative step — a new dense blob holding those elements
+    /// (see the module docs). Out-of-range integers and too many entries
+    /// are `OutOfRange`; a zero step is `InvalidArgument`; blocked layouts
+    /// are `Unsupported`.
+    pub fn index(&self, key: &[Index]) -> Result<Blob> {
+        let (view, flipped) = self.index_for_write(key)?;
+        if flipped.is_empty() {
+            return Ok(view);
+        }
+        // Copy with the flipped axes reversed: read the view backwards.
+        let out = Blob::new(self.engine(), self.dtype(), view.shape())?;
+        let e = view.export()?;
+        let es = self.dtype().size() as isize;
+        let mut strides: Vec<isize> = e.byte_strides().iter().map(|s| s / es).collect();
+        let mut start = 0isize;
+        for &a in &flipped {
+            start += (view.dims()[a] as isize - 1) * strides[a];
+            strides[a] = -strides[a];
+        }
+        // SAFETY: the export pins the view's memory; every index within the
+        // view's dims, read from the last element backwards along the
+        // flipped axes, is an element of the view.
+        unsafe { out.copy_from_strided(e.as_ptr().offset(start * es), &strides)? };
+        Ok(out)
+    }
+
+    /// As [`Blob::index`], but always a view: ranges with negative steps
+    /// are taken forwards over the same elements, and their axes (of the
+    /// result) are returned so that a caller assigning through the view can
+    /// reverse its value along them.
+    pub fn index_for_write(&self, key: &[Index]) -> Result<(Blob, Vec<usize>)> {
+        let st = self.state();
+        let (mut p, base) = self.index_plan(&st, key)?;
+        let mut flipped = Vec::new();
+        for a in 0..p.dims.len() {
+            if p.strides[a] < 0 {
+                if p.dims[a] > 0 {
+                    p.offset += (p.dims[a] as isize - 1) * p.strides[a];
+                }
+                p.strides[a] = -p.strides[a];
+                flipped.push(a);
+            }
+        }
+        let v = self.view_of(&st, base, &p, ViewKind::Indexed)?;
+        Ok((v, flipped))
+    }
+
+    /// NumPy `transpose(axes)` as a view (`b.T` is the reversed axes):
+    /// axis `i` of the result is axis `axes[i]` of this blob.
+    pub fn permuted_view(&self, axes: &[usize]) -> Result<Blob> {
+        let st = self.state();
+        let rank = st.shape.rank();
+        let mut seen = vec![false; rank];
+        if axes.len() != rank || axes.iter().any(|&a| a >= rank || std::mem::replace(&mut seen[a], true)) {
+            return Err(err!(InvalidArgument, "axes {axes:?} are not a permutation of 0..{rank}"));
+        }
+        let (strides, base) = self.element_strides(&st)?;
+        let dims = st.shape.dims();
+        let p = Plan {
+            dims: axes.iter().map(|&a| dims[a]).collect(),
+            strides: axes.iter().map(|&a| strides[a]).collect(),
+            offset: 0,
+        };
+        self.view_of(&st, base, &p, ViewKind::Indexed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DType, Engine};
+
+    fn ramp(dims: &[usize]) -> Blob {
+        let n: usize = dims.iter().product();
+        Blob::from_slice(&Engine::cpu(), dims, &(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap()
+    }
+
+    fn values(b: &Blob) -> Vec<f32> {
+        let c = Blob::new(b.engine(), DType::F32, b.shape()).unwrap();
+        c.copy_from(b).unwrap();
+        c.to_vec().unwrap()
+    }
+
+    const fn r(start: Option<i64>, stop: Option<i64>, step: Option<i64>) -> Index {
+        Index::Range { start, stop, step }
+    }
+
+    #[test]
+    fn slices_follow_python() {
+        // [0..10][2:8:3] = [2, 5]; [::-3] = [9, 6, 3, 0]; [-100:100] = all
+        assert_eq!(resolve_range(Some(2), Some(8), Some(3), 10).unwrap(), (2, 3, 2));
+        assert_eq!(resolve_range(None, None, Some(-3), 10).unwrap(), (9, -3, 4));
+        assert_eq!(resolve_range(Some(-100), Some(100), None, 10).unwrap(), (0, 1, 10));
+        assert_eq!(resolve_range(Some(5), Some(2), None, 10).unwrap().2, 0);
+        assert_eq!(resolve_range(None, None, Some(0), 10).unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn views_share_memory_and_compose() {
+        let b = ramp(&[4, 5, 6]);
+        let v = b.index(&[Index::At(1), r(Some(1), None, Some(2)), Index::NewAxis, Index::At(-1)]).unwrap();
+        assert_eq!(v.dims(), [2, 1]);
+        assert_eq!(values(&v), [41.0, 53.0]);
+        let w = v.index(&[Index::At(1)]).unwrap();
+        assert_eq!(values(&w), [53.0]);
+        w.reorder_from(&Blob::from_slice(&Engine::cpu(), &[1], &[-1f32]).unwrap()).unwrap();
+        assert_eq!(b.to_vec::<f32>().unwrap()[53], -1.0);
+        // Dense results are plain dense views.
+        let row = b.index(&[Index::At(2), Index::Ellipsis]).unwrap();
+        assert!(row.is_dense());
+        row.fill(7.0).unwrap();
+        assert_eq!(b.to_vec::<f32>().unwrap()[60], 7.0);
+    }
+
+    #[test]
+    fn negative_steps_copy_and_report_flips() {
+        let b = ramp(&[3, 4]);
+        let c = b.index(&[r(None, None, Some(-1)), r(Some(3), Some(0), Some(-2))]).unwrap();
+        assert_eq!(values(&c), [11.0, 9.0, 7.0, 5.0, 3.0, 1.0]);
+        assert!(!c.shares_memory(&b));
+        let (v, flips) = b.index_for_write(&[Index::ALL, r(None, None, Some(-1))]).unwrap();
+        assert_eq!(flips, [1]);
+        assert_eq!(values(&v), (0..12).map(|i| i as f32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bad_keys_are_errors() {
+        let b = ramp(&[2, 3]);
+        assert_eq!(b.index(&[Index::At(2)]).unwrap_err().code(), 6);
+        assert_eq!(b.index(&[Index::At(-3)]).unwrap_err().code(), 6);
+        assert_eq!(b.index(&[Index::At(0), Index::At(0), Index::At(0)]).unwrap_err().code(), 6);
+        assert_eq!(b.index(&[Index::Ellipsis, Index::Ellipsis]).unwrap_err().code(), 6);
+        assert_eq!(b.index(&[r(None, None, Some(0))]).unwrap_err().code(), 3);
+        assert_eq!(b.permuted_view(&[0, 0]).unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn transposed_views() {
+        let b = ramp(&[2, 3, 4]);
+        let t = b.permuted_view(&[2, 0, 1]).unwrap();
+        assert_eq!(t.dims(), [4, 2, 3]);
+        assert_eq!(values(&t)[..6], [0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
+        let e = t.export().unwrap();
+        assert_eq!(e.byte_strides(), [4, 48, 16]);
+    }
+}
