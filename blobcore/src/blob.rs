@@ -415,6 +415,41 @@ impl Blob {
         byte_len: usize,
         release: Option<ReleaseFn>,
     ) -> Result<Blob> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Blob::wrap_with(engine, dtype, shape, ptr, byte_len, release, false) }
+    }
+
+    /// As [`Blob::wrap`] for memory lent read-only (a read-only NumPy
+    /// array, a DLPack tensor flagged READ_ONLY, a received pickle buffer):
+    /// the blob's [`Blob::is_writable`] is false and every write — fill,
+    /// arithmetic, copies into it, write guards, writable exports and
+    /// buffers, growing reshapes — is `Error::ReadOnly`, changing nothing.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `byte_len` bytes until `release`
+    /// runs (forever if it is `None`).
+    pub unsafe fn wrap_read_only(
+        engine: &Engine,
+        dtype: DType,
+        shape: Shape,
+        ptr: NonNull<u8>,
+        byte_len: usize,
+        release: Option<ReleaseFn>,
+    ) -> Result<Blob> {
+        // SAFETY: forwarded; read-only storage is never written.
+        unsafe { Blob::wrap_with(engine, dtype, shape, ptr, byte_len, release, true) }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn wrap_with(
+        engine: &Engine,
+        dtype: DType,
+        shape: Shape,
+        ptr: NonNull<u8>,
+        byte_len: usize,
+        release: Option<ReleaseFn>,
+        read_only: bool,
+    ) -> Result<Blob> {
         let need = shape.byte_size(dtype)?;
         if byte_len < need {
             return Err(err!(
@@ -431,7 +466,7 @@ impl Blob {
             ));
         }
         // SAFETY: forwarded from this function's contract.
-        let storage = unsafe { Storage::external_on(ptr, byte_len, release, engine.gpu_device().cloned()) };
+        let storage = unsafe { Storage::external_on(ptr, byte_len, release, engine.gpu_device().cloned(), read_only) };
         let capacity = byte_len / dtype.size();
         let state = State { shape, storage, offset: 0, capacity, view: None, desc: None };
         Ok(Blob::from_parts(engine, dtype, state, false))
@@ -628,6 +663,12 @@ impl Blob {
         self.legacy_shape(3)
     }
 
+    /// NumPy's `writeable`: false for blobs over memory lent read-only
+    /// (see [`Blob::wrap_read_only`]) and their views.
+    pub fn is_writable(&self) -> bool {
+        self.state().storage.is_writable()
+    }
+
     /// Where the current data lives.
     pub fn head(&self) -> Head {
         self.state().storage.head()
@@ -684,6 +725,7 @@ impl Blob {
         }
         let grow = shape.count() > st.capacity;
         if grow {
+            st.storage.check_writable(true)?;
             if let Some(why) = self.busy_reason(&st) {
                 return Err(err!(Busy, "cannot grow from capacity {} to {}: {why}", st.capacity, shape.count()));
             }

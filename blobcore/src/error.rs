@@ -55,10 +55,13 @@ pub enum Error {
     /// A bug in blobcore (an invariant was broken or a panic was caught). Code 14.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A write to a read-only blob (memory lent read-only). Code 15.
+    #[error("read-only: {0}")]
+    ReadOnly(String),
 }
 
 impl Error {
-    /// The stable numeric code of this error (1..=14), as in `blob.h`.
+    /// The stable numeric code of this error (1..=15), as in `blob.h`.
     pub fn code(&self) -> i32 {
         match self {
             Error::NullPointer(_) => 1,
@@ -75,6 +78,7 @@ impl Error {
             Error::Format(_) => 12,
             Error::Unsupported(_) => 13,
             Error::Internal(_) => 14,
+            Error::ReadOnly(_) => 15,
         }
     }
 
@@ -96,6 +100,7 @@ impl Error {
             12 => "FORMAT",
             13 => "UNSUPPORTED",
             14 => "INTERNAL",
+            15 => "READ_ONLY",
             _ => "UNKNOWN",
         }
     }
@@ -116,7 +121,8 @@ impl Error {
             | Error::Io(m)
             | Error::Format(m)
             | Error::Unsupported(m)
-            | Error::Internal(m) => m,
+            | Error::Internal(m)
+            | Error::ReadOnly(m) => m,
         }
     }
 }
@@ -156,6 +162,7 @@ mod tests {
             Error::Format(String::new()),
             Error::Unsupported(String::new()),
             Error::Internal(String::new()),
+            Error::ReadOnly(String::new()),
         ];
         for (i, e) in all.iter().enumerate() {
             assert_eq!(e.code(), i as i32 + 1);

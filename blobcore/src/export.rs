@@ -33,6 +33,8 @@ pub struct Export {
     strides: Option<Vec<isize>>,
     /// Bytes from `ptr` to the end of the last element.
     span: usize,
+    /// False for exports of read-only blobs: consumers must not write.
+    writable: bool,
 }
 
 // SAFETY: the pointer is into memory kept alive by the storage Arc, which
@@ -72,6 +74,12 @@ impl Export {
     /// [`Export::byte_len`] for dense exports).
     pub fn byte_span(&self) -> usize {
         self.span
+    }
+
+    /// False when the blob is read-only: export it read-only (NumPy's
+    /// `writeable`, DLPack's READ_ONLY flag).
+    pub fn is_writable(&self) -> bool {
+        self.writable
     }
 
     /// True for dense row-major exports.
@@ -118,12 +126,13 @@ impl Blob {
             if start + span > storage.len() {
                 return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
             }
-            let (pin, host) = storage.pin_host(true)?;
+            let writable = storage.is_writable();
+            let (pin, host) = storage.pin_host(writable)?;
             // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
             let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
             let byte_strides = strides.iter().map(|&s| (s * es) as isize).collect();
             let dims = desc.dims().to_vec();
-            return Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span });
+            return Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable });
         }
         drop(st);
         let region = self.snapshot();
@@ -153,10 +162,11 @@ impl Blob {
         if start + len > storage.len() {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
-        let (pin, base) = storage.pin_host(true)?;
+        let writable = storage.is_writable();
+        let (pin, base) = storage.pin_host(writable)?;
         // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
-        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len })
+        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable })
     }
 }
 

@@ -113,6 +113,9 @@ struct BorrowTable {
 /// and anything that exports it.
 pub struct Storage {
     len: usize,
+    /// Wrapped memory its owner lent read-only (a read-only NumPy array,
+    /// a read-only DLPack tensor, a pickle buffer): every write is refused.
+    read_only: bool,
     state: Mutex<State>,
     /// The GPU of the engine that owns this storage, if any.
     gpu: Option<Arc<Gpu>>,
@@ -142,7 +145,7 @@ impl Storage {
 
     /// A lazy storage that also keeps a device copy on `gpu`.
     pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Arc::new(Storage { len, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu })
+        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu })
     }
 
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
@@ -154,15 +157,30 @@ impl Storage {
     /// freed by anyone else meanwhile.
     pub unsafe fn external(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>) -> Arc<Storage> {
         // SAFETY: forwarded contract.
-        unsafe { Storage::external_on(ptr, len, release, None) }
+        unsafe { Storage::external_on(ptr, len, release, None, false) }
     }
 
     /// [`Storage::external`] that also keeps a device copy on `gpu`.
     ///
     /// # Safety
     /// As [`Storage::external`].
-    pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Arc::new(Storage { len, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu })
+    /// With `read_only`, `ptr` need only be valid for reads: every write
+    /// path ([`Storage::check_writable`]) refuses.
+    pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu })
+    }
+
+    /// False for memory lent read-only (NumPy's `writeable` flag).
+    pub fn is_writable(&self) -> bool {
+        !self.read_only
+    }
+
+    /// `Error::ReadOnly` when `write` is asked of read-only memory.
+    pub(crate) fn check_writable(&self, write: bool) -> Result<()> {
+        if write && self.read_only {
+            return Err(err!(ReadOnly, "the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob"));
+        }
+        Ok(())
     }
 
     /// Size in bytes (the capacity of every blob that uses it).
@@ -251,6 +269,7 @@ impl Storage {
     /// drops — all under one lock, so no kernel can finish in between and
     /// leave the device newer than memory someone now holds.
     pub(crate) fn pin_host(self: &Arc<Self>, write: bool) -> Result<(Pin, NonNull<u8>)> {
+        self.check_writable(write)?;
         let mut st = lock(&self.state);
         let p = self.host_ptr_locked(&mut st)?;
         if write || st.head == Head::Uninitialized {
@@ -266,6 +285,7 @@ impl Storage {
     /// newer. Call [`Storage::device_done`] after queueing the kernel.
     pub(crate) fn device(self: &Arc<Self>, start: usize, end: usize, write: bool) -> Result<(Borrow, wgpu::Buffer)> {
         let gpu = self.gpu.as_ref().ok_or_else(|| err!(Internal, "device access to a storage without a GPU"))?;
+        self.check_writable(write)?;
         let mut st = lock(&self.state);
         Self::check_clash(&st.borrows, self.len, start, end, write)?;
         if st.device.is_none() {
@@ -351,6 +371,7 @@ impl Storage {
     /// The host pointer for writing, allocating on first use; the head
     /// moves to the host.
     pub fn host_write(&self) -> Result<NonNull<u8>> {
+        self.check_writable(true)?;
         let mut st = lock(&self.state);
         let p = self.host_ptr_locked(&mut st)?;
         st.head = Head::HeadAtCpu;
@@ -360,6 +381,7 @@ impl Storage {
     /// Registers a borrow of bytes `[start, end)`. Shared borrows may
     /// overlap each other; an exclusive one overlaps nothing.
     pub fn borrow(self: &Arc<Self>, start: usize, end: usize, exclusive: bool) -> Result<Borrow> {
+        self.check_writable(exclusive)?;
         let mut st = lock(&self.state);
         let id = Self::register(&mut st.borrows, self.len, start, end, exclusive, false)?;
         Ok(Borrow { storage: Arc::clone(self), id })
@@ -370,6 +392,7 @@ impl Storage {
     /// `write` moves the head to the host (as [`Storage::host_write`]);
     /// otherwise the head becomes at least HeadAtCpu (as [`Storage::host_read`]).
     pub fn acquire(self: Arc<Self>, start: usize, end: usize, exclusive: bool, write: bool) -> Result<(Borrow, NonNull<u8>)> {
+        self.check_writable(exclusive || write)?;
         let mut st = lock(&self.state);
         let id = Self::register(&mut st.borrows, self.len, start, end, exclusive, false)?;
         let p = match self.host_ptr_locked(&mut st) {
@@ -391,6 +414,7 @@ impl Storage {
     /// (nothing is registered: the lock itself keeps others out). For
     /// short operations only: everyone else touching this storage waits.
     pub fn with_locked<R>(&self, start: usize, end: usize, exclusive: bool, f: impl FnOnce(NonNull<u8>) -> R) -> Result<R> {
+        self.check_writable(exclusive)?;
         let mut st = lock(&self.state);
         Self::check_clash(&st.borrows, self.len, start, end, exclusive)?;
         let p = self.host_ptr_locked(&mut st)?;

@@ -84,6 +84,8 @@ pub const BLOB_ERR_FORMAT: i32 = 12;
 pub const BLOB_ERR_UNSUPPORTED: i32 = 13;
 /// A bug in blobcore (a caught panic or broken invariant).
 pub const BLOB_ERR_INTERNAL: i32 = 14;
+/// A write to a read-only blob (memory lent read-only).
+pub const BLOB_ERR_READ_ONLY: i32 = 15;
 
 /// 32-bit float.
 pub const BLOB_F32: i32 = 1;

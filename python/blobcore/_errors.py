@@ -52,6 +52,11 @@ class UnsupportedError(BlobError, NotImplementedError):
     """The operation is not supported (yet) for these arguments."""
 
 
+class ReadOnlyError(BlobError, ValueError):
+    """A write to a read-only blob (memory lent read-only, as a read-only
+    NumPy array); NumPy raises ValueError for the same mistake."""
+
+
 __all__ = [
     "BlobError",
     "InvalidArgumentError",
@@ -65,4 +70,5 @@ __all__ = [
     "IoError",
     "FormatError",
     "UnsupportedError",
+    "ReadOnlyError",
 ]

@@ -30,6 +30,7 @@ fn class_name(code: i32) -> &'static str {
         11 => "IoError",
         12 => "FormatError",
         13 => "UnsupportedError",
+        15 => "ReadOnlyError",
         _ => "BlobError",
     }
 }

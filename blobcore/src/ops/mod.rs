@@ -4,6 +4,7 @@
 //! memory.
 
 pub mod arith;
+pub mod cast;
 pub mod copy;
 pub mod fill;
 pub(crate) mod gpu;
