@@ -84,6 +84,9 @@
 // A bug in blobcore (a caught panic or broken invariant).
 #define BLOB_ERR_INTERNAL 14
 
+// A write to a read-only blob (memory lent read-only).
+#define BLOB_ERR_READ_ONLY 15
+
 // 32-bit float.
 #define BLOB_F32 1
 
@@ -292,6 +295,26 @@ int32_t blob_wrap(const struct BlobEngine *e,
                   void (*release)(void *ctx),
                   void *ctx,
                   struct Blob **out_blob);
+
+// As `blob_wrap` for memory the blob may only read (`data` need only be
+// readable): every write to the blob or its views — fills, arithmetic,
+// copies into it, writable buffers, growing reshapes — is
+// `BLOB_ERR_READ_ONLY` and changes nothing. `blob_is_writable` says false.
+int32_t blob_wrap_read_only(const struct BlobEngine *e,
+                            int32_t dtype,
+                            const int64_t *dims,
+                            size_t rank,
+                            const void *data,
+                            size_t byte_len,
+                            void (*release)(void *ctx),
+                            void *ctx,
+                            struct Blob **out_blob);
+
+// NumPy `astype`: `*out` receives a new dense blob with `b`'s dims on
+// `b`'s engine, every element converted to `dtype` (integers wrap, floats
+// round to nearest even, float to integer truncates toward zero and
+// saturates, NaN becomes 0). Any layout is accepted.
+int32_t blob_cast(const struct Blob *b, int32_t dtype, struct Blob **out_blob);
 
 // Frees a blob handle. Views made from it keep working; wrapped memory is
 // released when its last user goes. A NULL handle is `BLOB_ERR_NULL_POINTER`,
@@ -514,6 +537,10 @@ int32_t blob_update(struct Blob *b);
 
 // The dtype code (`BLOB_F32` ...).
 int32_t blob_dtype(const struct Blob *b, int32_t *out);
+
+// NumPy's `writeable`: false for blobs from `blob_wrap_read_only` and
+// their views, whose writes are `BLOB_ERR_READ_ONLY`.
+int32_t blob_is_writable(const struct Blob *b, bool *out);
 
 // The number of axes.
 int32_t blob_rank(const struct Blob *b, size_t *out);

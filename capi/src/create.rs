@@ -98,6 +98,42 @@ pub extern "C" fn blob_wrap(
     ctx: *mut c_void,
     out_blob: *mut *mut Blob,
 ) -> i32 {
+    wrap(e, dtype, dims, rank, data, byte_len, release, ctx, out_blob, false)
+}
+
+/// As `blob_wrap` for memory the blob may only read (`data` need only be
+/// readable): every write to the blob or its views — fills, arithmetic,
+/// copies into it, writable buffers, growing reshapes — is
+/// `BLOB_ERR_READ_ONLY` and changes nothing. `blob_is_writable` says false.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn blob_wrap_read_only(
+    e: *const BlobEngine,
+    dtype: i32,
+    dims: *const i64,
+    rank: usize,
+    data: *const c_void,
+    byte_len: usize,
+    release: Option<unsafe extern "C" fn(ctx: *mut c_void)>,
+    ctx: *mut c_void,
+    out_blob: *mut *mut Blob,
+) -> i32 {
+    wrap(e, dtype, dims, rank, data.cast_mut(), byte_len, release, ctx, out_blob, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn wrap(
+    e: *const BlobEngine,
+    dtype: i32,
+    dims: *const i64,
+    rank: usize,
+    data: *mut c_void,
+    byte_len: usize,
+    release: Option<unsafe extern "C" fn(ctx: *mut c_void)>,
+    ctx: *mut c_void,
+    out_blob: *mut *mut Blob,
+    read_only: bool,
+) -> i32 {
     ffi!({
         let o = out(out_blob, "out")?;
         let engine = handles::engine(e)?;
@@ -115,9 +151,31 @@ pub extern "C" fn blob_wrap(
                 unsafe { (r.f)(r.ctx) }
             }) as blobcore::ReleaseFn
         });
-        // SAFETY: the caller promises `data` is valid for byte_len bytes until release.
-        let b = unsafe { blobcore::Blob::wrap(&engine, dtype, shape, ptr, byte_len, cb)? };
+        // SAFETY: the caller promises `data` is valid (readable, and
+        // writable unless read_only) for byte_len bytes until release.
+        let b = unsafe {
+            if read_only {
+                blobcore::Blob::wrap_read_only(&engine, dtype, shape, ptr, byte_len, cb)?
+            } else {
+                blobcore::Blob::wrap(&engine, dtype, shape, ptr, byte_len, cb)?
+            }
+        };
         put(o, handles::issue_blob(b));
+        Ok(())
+    })
+}
+
+/// NumPy `astype`: `*out` receives a new dense blob with `b`'s dims on
+/// `b`'s engine, every element converted to `dtype` (integers wrap, floats
+/// round to nearest even, float to integer truncates toward zero and
+/// saturates, NaN becomes 0). Any layout is accepted.
+#[no_mangle]
+pub extern "C" fn blob_cast(b: *const Blob, dtype: i32, out_blob: *mut *mut Blob) -> i32 {
+    ffi!({
+        let o = out(out_blob, "out")?;
+        let dtype = DType::from_code(dtype)?;
+        let c = handles::blob(b, "blob")?.cast(dtype)?;
+        put(o, handles::issue_blob(c));
         Ok(())
     })
 }

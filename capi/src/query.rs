@@ -24,6 +24,13 @@ pub extern "C" fn blob_dtype(b: *const Blob, out: *mut i32) -> i32 {
     query(b, out, |b| Ok(b.dtype().code()))
 }
 
+/// NumPy's `writeable`: false for blobs from `blob_wrap_read_only` and
+/// their views, whose writes are `BLOB_ERR_READ_ONLY`.
+#[no_mangle]
+pub extern "C" fn blob_is_writable(b: *const Blob, out: *mut bool) -> i32 {
+    query(b, out, |b| Ok(b.is_writable()))
+}
+
 /// The number of axes.
 #[no_mangle]
 pub extern "C" fn blob_rank(b: *const Blob, out: *mut usize) -> i32 {

@@ -20,13 +20,17 @@ pub fn last_error_ptr() -> *const c_char {
     LAST_ERROR.with(|l| l.borrow().as_ptr())
 }
 
+/// The highest status code (`BLOB_ERR_READ_ONLY`).
+const LAST_CODE: i32 = 15;
+
 /// Status names as NUL-terminated strings, built once from the core's table.
 pub fn status_name(code: i32) -> *const c_char {
     static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
     let names = NAMES.get_or_init(|| {
-        (0..=15).map(|c| CString::new(format!("BLOB_{}", Error::code_name(c))).unwrap_or_default()).collect()
+        // Codes 0..=LAST_CODE, then the name of an unknown code.
+        (0..=LAST_CODE + 1).map(|c| CString::new(format!("BLOB_{}", Error::code_name(c))).unwrap_or_default()).collect()
     });
-    let i = if (0..=14).contains(&code) { code as usize } else { 15 };
+    let i = if (0..=LAST_CODE).contains(&code) { code as usize } else { LAST_CODE as usize + 1 };
     names[i].as_ptr()
 }
 

@@ -298,6 +298,47 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_INVALID_ARGUMENT, "aligned", blob_wrap(NULL, BLOB_F32, d4, 1, (char *)wrap_mem + 1, 32, never, NULL, &out));
     BAD(BLOB_ERR_INVALID_ARGUMENT, "", blob_wrap(NULL, BLOB_F32, d100, 1, wrap_mem, sizeof wrap_mem, never, NULL, &out));
     BAD(BLOB_ERR_NULL_POINTER, "", blob_wrap(NULL, BLOB_F32, d4, 1, NULL, 16, never, NULL, &out));
+    /* read-only blobs: every write refused, nothing changes; casts */
+    {
+        static const float ro_mem[4] = {1, 2, 3, 4};
+        const int64_t d22[2] = {2, 2}, d8[1] = {8};
+        Blob *ro = NULL, *win = NULL, *cast = NULL, *dst = NULL;
+        void *p = NULL;
+        double s = 0;
+        bool writable = true;
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_wrap_read_only(NULL, BLOB_F32, d4, 1, NULL, 16, never, NULL, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "aligned", blob_wrap_read_only(NULL, BLOB_F32, d4, 1, (const char *)ro_mem + 1, 16, never, NULL, &out));
+        CHECK(blob_wrap_read_only(NULL, BLOB_F32, d4, 1, ro_mem, sizeof ro_mem, NULL, NULL, &ro) == BLOB_OK);
+        CHECK(blob_is_writable(ro, &writable) == BLOB_OK && !writable);
+        CHECK(blob_is_writable(a, &writable) == BLOB_OK && writable);
+        CHECK(blob_create_window(ro, 1, &win) == BLOB_OK);
+        CHECK(blob_create_tensor(NULL, BLOB_F32, d4, 1, &dst) == BLOB_OK);
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_fill(ro, 0.0));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_fill(win, 0.0));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_scale(ro, 2.0));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_clear(ro));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_add(ro, dst));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_copy_from(ro, dst));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_copy_from_host(ro, ro_mem, sizeof ro_mem));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_get_buffer(ro, 0, 2, false, &p));
+        BAD(BLOB_ERR_READ_ONLY, "read-only", blob_reshape(ro, d8, 1));
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_is_writable(ro, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_is_writable(fake, &writable));
+        CHECK(blob_reshape(ro, d22, 2) == BLOB_OK); /* same memory: allowed */
+        CHECK(blob_asum(ro, &s) == BLOB_OK && s == 10.0);
+        CHECK(blob_copy_from(dst, win) == BLOB_ERR_SHAPE);
+        CHECK(blob_get_buffer(ro, 0, 2, true, &p) == BLOB_OK && blob_release_buffer(ro, p, false) == BLOB_OK);
+        CHECK(ro_mem[0] == 1 && ro_mem[3] == 4);
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_cast(a, BLOB_I32, NULL));
+        BAD(BLOB_ERR_DTYPE, "", blob_cast(a, 99, &out));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_cast(fake, BLOB_I32, &out));
+        CHECK(blob_cast(ro, BLOB_I8, &cast) == BLOB_OK && blob_is_writable(cast, &writable) == BLOB_OK && writable);
+        CHECK(blob_asum(cast, &s) == BLOB_OK && s == 10.0);
+        blob_free(cast);
+        blob_free(dst);
+        blob_free(win);
+        blob_free(ro);
+    }
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_is_gpu((BlobEngine *)fake, &flag));
     BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_cpu(NULL));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_set_default_engine((BlobEngine *)fake));

@@ -173,6 +173,8 @@ int main(void) {
     TRUE_(buf[0] == 1.0f && buf[5] == 1.0f);
     TRUE_(strcmp(blob_status_str(BLOB_ERR_LIFO), "BLOB_LIFO") == 0);
     TRUE_(strcmp(blob_status_str(999), "BLOB_UNKNOWN") == 0);
+    TRUE_(strcmp(blob_status_str(BLOB_ERR_READ_ONLY), "BLOB_READ_ONLY") == 0);
+    TRUE_(strcmp(blob_status_str(16), "BLOB_UNKNOWN") == 0);
 
     blob_free(w);
     blob_free(b);
