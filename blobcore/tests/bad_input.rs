@@ -8,7 +8,7 @@
 mod common;
 
 use blobcore::io::npy;
-use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Error, Layout, Result, Shape, TensorDesc};
+use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Error, Index, Layout, Result, Shape, TensorDesc};
 use std::ptr::NonNull;
 
 const NULL_POINTER: i32 = 1;
@@ -23,6 +23,7 @@ const DEVICE: i32 = 10;
 const IO: i32 = 11;
 const FORMAT: i32 = 12;
 const UNSUPPORTED: i32 = 13;
+const READ_ONLY: i32 = 15;
 
 /// The blobs every row may touch.
 struct Fx {
@@ -75,6 +76,13 @@ type Call = Box<dyn Fn(&Fx) -> Result<()>>;
 
 fn ok<T>(r: Result<T>) -> Result<()> {
     r.map(|_| ())
+}
+
+/// A read-only blob over static memory (as a read-only NumPy array is).
+fn read_only(e: &Engine) -> Blob {
+    static MEM: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
+    // SAFETY: a static lives forever and the blob only reads it.
+    unsafe { Blob::wrap_read_only(e, DType::F32, Shape::new(&[4]).unwrap(), std::ptr::NonNull::from(&MEM).cast(), 16, None) }.unwrap()
 }
 
 macro_rules! rows {
@@ -135,6 +143,22 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "", |f| f.b.to_vec::<f64>();
         DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // NumPy indexing, casts and read-only blobs.
+        OUT_OF_RANGE, "out of bounds for axis 0", |f| f.a.index(&[Index::At(2)]);
+        OUT_OF_RANGE, "out of bounds for axis 1", |f| f.a.index(&[Index::ALL, Index::At(-4)]);
+        OUT_OF_RANGE, "too many indices", |f| f.a.index(&[Index::At(0), Index::At(0), Index::At(0)]);
+        OUT_OF_RANGE, "single ellipsis", |f| f.a.index(&[Index::Ellipsis, Index::Ellipsis]);
+        INVALID_ARGUMENT, "step cannot be zero", |f| f.a.index(&[Index::Range { start: None, stop: None, step: Some(0) }]);
+        UNSUPPORTED, "blocked", |f| f.blocked.index(&[Index::At(0)]);
+        INVALID_ARGUMENT, "permutation", |f| f.a.permuted_view(&[0, 0]);
+        INVALID_ARGUMENT, "permutation", |f| f.a.permuted_view(&[0]);
+        READ_ONLY, "read-only", |f| read_only(&f.e).fill(0.0);
+        READ_ONLY, "read-only", |f| read_only(&f.e).window(1).unwrap().fill(0.0);
+        READ_ONLY, "read-only", |f| read_only(&f.e).index(&[Index::At(1)]).unwrap().scale(2.0);
+        READ_ONLY, "read-only", |f| read_only(&f.e).copy_from_slice(&[0f32; 4]);
+        READ_ONLY, "read-only", |f| read_only(&f.e).view_mut::<f32>();
+        READ_ONLY, "read-only", |f| read_only(&f.e).get_buffer(0, 1, false);
+        READ_ONLY, "read-only", |f| read_only(&f.e).reshape(&[8]);
         // Transposes.
         OUT_OF_RANGE, "axis", |f| f.a.transposed(0, 2);
         OUT_OF_RANGE, "axis", |f| f.a.transposed(-3, 0);
