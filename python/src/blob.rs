@@ -1,6 +1,8 @@
 //! `bc.Blob` and `bc.Engine`.
 
+use crate::arrays;
 use crate::buffers::{BufferContext, Held, Mode};
+use crate::indexing::{self, Key};
 use crate::dlpack;
 use crate::dtypes;
 use crate::errors::{core, raise};
@@ -223,37 +225,47 @@ impl PyBlob {
             return Ok(Self::new(core(b.get().b.copy())?));
         }
         if copy {
-            // asarray(order="C"), not ascontiguousarray: that makes 0-d arrays 1-d.
-            let kwargs = pyo3::types::PyDict::new(py);
-            kwargs.set_item("order", "C")?;
-            let arr = py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))?;
-            let buf = Foreign::get(&arr, false)?;
-            let dtype = buf.dtype()?;
-            let out = core(Blob::new(&engine, dtype, core(Shape::new(&buf.shape()))?))?;
-            let small = out.is_small();
-            let bytes = buf.bytes();
-            let dst = out.clone();
-            run(py, small, || dst.copy_from_bytes(bytes))?;
-            return Ok(Self::new(out));
+            return Ok(Self::new(arrays::copy_array(py, array, &engine)?));
         }
-        let buf = Foreign::get(array, true).map_err(|e| {
-            if e.is_instance_of::<PyBufferError>(py) || e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
-                raise("InvalidArgumentError", format!("from_numpy(copy=False) needs a writable buffer ({e}); pass copy=True"))
-            } else {
-                e
+        Ok(Self::new(arrays::wrap_array(array, &engine)?))
+    }
+
+    /// Rebuilds a blob pickled with protocol 5 (used by ``__reduce_ex__``):
+    /// wraps ``buffer`` without copying (read-only when it is), or copies
+    /// it when it is not aligned for the dtype.
+    #[staticmethod]
+    fn _from_buffer(py: Python<'_>, dims: Vec<i64>, dtype: &Bound<'_, PyAny>, buffer: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let dtype = dtypes::from_py(Some(dtype))?;
+        let shape = core(Shape::from_i64(&dims))?;
+        let need = core(shape.byte_size(dtype))?;
+        let buf = Foreign::get(buffer, false)?;
+        if buf.len() != need || !buf.is_c_contiguous() {
+            return Err(raise("FormatError", format!("pickled blob: {} bytes received for {need}", buf.len())));
+        }
+        let engine = Engine::cpu();
+        let aligned = (buf.ptr() as usize).is_multiple_of(dtype.size());
+        match NonNull::new(buf.ptr()) {
+            Some(ptr) if aligned && need > 0 => {
+                let read_only = buf.readonly();
+                let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
+                // SAFETY: the buffer's exporter keeps `need` bytes valid
+                // (writable unless read-only) until `release` gives it back.
+                Ok(Self::new(core(unsafe {
+                    if read_only {
+                        Blob::wrap_read_only(&engine, dtype, shape, ptr, need, Some(release))
+                    } else {
+                        Blob::wrap(&engine, dtype, shape, ptr, need, Some(release))
+                    }
+                })?))
             }
-        })?;
-        if !buf.is_c_contiguous() {
-            return Err(raise("InvalidArgumentError", "from_numpy(copy=False) needs a C-contiguous array; pass copy=True or use numpy.ascontiguousarray"));
+            _ => {
+                let b = core(Blob::new(&engine, dtype, shape))?;
+                let bytes = buf.bytes();
+                let dst = b.clone();
+                run(py, b.is_small(), || dst.copy_from_bytes(bytes))?;
+                Ok(Self::new(b))
+            }
         }
-        let dtype = buf.dtype()?;
-        let shape = core(Shape::new(&buf.shape()))?;
-        let len = buf.len();
-        let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
-        let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
-        // SAFETY: the exporter keeps `len` bytes at `ptr` valid while we
-        // hold its buffer, which `release` gives back after the last user.
-        Ok(Self::new(core(unsafe { Blob::wrap(&engine, dtype, shape, ptr, len, Some(release)) })?))
     }
 
     /// Rebuilds a pickled blob (used by ``__reduce__``).
@@ -697,7 +709,7 @@ impl PyBlob {
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
         let export = Arc::new(core(slf.get().b.export())?);
         // SAFETY: forwarded from CPython's call of __getbuffer__.
-        unsafe { exports::fill_view(view, flags, export, false, slf.into_any()) }
+        unsafe { exports::fill_view(view, flags, export, false, false, slf.into_any()) }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
@@ -728,30 +740,137 @@ impl PyBlob {
         }
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
         let copied = copy == Some(true);
-        let export = if copied { core(core(self.b.copy())?.export())? } else { core(self.b.export())? };
+        // What cannot be exported is a BufferError (the array API's word).
+        let export = if copied { self.b.copy().and_then(|c| c.export()) } else { self.b.export() };
+        let export = export.map_err(|e| PyBufferError::new_err(e.to_string()))?;
+        if !export.is_writable() && !versioned {
+            return Err(PyBufferError::new_err(
+                "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
+            ));
+        }
         dlpack::produce(py, export, versioned, copied)
     }
 
-    /// NumPy's fallback when the buffer protocol refused this blob: raises
-    /// the reason (a blocked layout, or bfloat16) instead of letting NumPy
-    /// build an object array.
+    /// NumPy 2's array protocol: an ndarray sharing the blob's memory
+    /// (read-only when the blob is; bfloat16 through ml_dtypes), converted
+    /// to ``dtype`` if given; ``copy=True`` always copies, ``copy=False``
+    /// raises ValueError when a copy would be needed.
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(slf: &Bound<'py, Self>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        arrays::array_of(slf, dtype, copy)
+    }
+
+    // --------------------------------------------------------------- indexing
+
+    /// NumPy basic indexing (ints, slices, ``...``, ``None``) gives a view
+    /// sharing memory; a negative step gives a copy; a key that selects one
+    /// element gives a NumPy scalar; integer or boolean arrays give a copy
+    /// (advanced indexing, done by NumPy on a view of the blob).
+    fn __getitem__<'py>(slf: &Bound<'py, Self>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
         let b = &slf.get().b;
-        drop(core(b.export())?);
-        if b.dtype() == blobcore::DType::BF16 {
-            return Err(raise("DTypeError", "bfloat16 has no NumPy buffer format; use DLPack with ml_dtypes, or clone(dtype=...) and copy_from"));
+        match indexing::parse(key)? {
+            Key::Basic(k) => {
+                let scalar = indexing::selects_scalar(&k, b.rank());
+                let v = Bound::new(py, Self::new(core(b.index(&k))?))?;
+                if scalar {
+                    return arrays::array_of(&v, None, None)?.get_item(PyTuple::empty(py));
+                }
+                Ok(v.into_any())
+            }
+            Key::Advanced => {
+                let picked = arrays::array_of(slf, None, None)?.get_item(key)?;
+                Ok(Bound::new(py, Self::new(arrays::wrap_array(&picked, b.engine())?))?.into_any())
+            }
         }
-        let np = slf.py().import("numpy")?;
-        let arr = np.getattr("asarray")?.call1((pyo3::types::PyMemoryView::from(slf.as_any())?,))?;
-        let arr = match dtype {
-            Some(d) if !d.is_none() => arr.call_method1("astype", (d,))?,
-            _ => arr,
+    }
+
+    /// ``b[key] = value``: ``value`` (a scalar, a blob or anything NumPy
+    /// converts) is cast to the blob's dtype and broadcast as NumPy does.
+    /// Read-only blobs raise ReadOnlyError; nothing changes on error.
+    fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let b = &slf.get().b;
+        if !b.is_writable() {
+            return core(Err(blobcore::Error::ReadOnly("the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob".into())));
+        }
+        match indexing::parse(key)? {
+            Key::Basic(k) => {
+                let (view, flipped) = core(b.index_for_write(&k))?;
+                let src = arrays::assigned_value(py, value, &view, &flipped)?;
+                run(py, view.is_small(), move || view.copy_from(&src))
+            }
+            Key::Advanced => arrays::array_of(slf, None, None)?.set_item(key, value),
+        }
+    }
+
+    /// Iterates over axis 0 (``b[0]``, ``b[1]`` ...), as NumPy does.
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let b = &slf.get().b;
+        if b.rank() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d blob"));
+        }
+        let items = pyo3::types::PyList::empty(py);
+        for i in 0..core(b.dim(0))? {
+            items.append(Self::__getitem__(slf, &(i as i64).into_pyobject(py)?.into_any())?)?;
+        }
+        items.as_any().try_iter().map(Bound::into_any)
+    }
+
+    /// The reversed axes, as a view (``numpy.ndarray.T``).
+    #[getter(T)]
+    fn t(&self) -> PyResult<Self> {
+        let axes: Vec<usize> = (0..self.b.rank()).rev().collect();
+        Ok(Self::new(core(self.b.permuted_view(&axes))?))
+    }
+
+    /// ``numpy.transpose``: a view with axes permuted (reversed when none
+    /// are given); ``b.transpose(1, 0, 2)`` or ``b.transpose((1, 0, 2))``.
+    #[pyo3(signature = (*axes))]
+    fn transpose(&self, axes: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        let rank = self.b.rank() as i64;
+        let list: Vec<i64> = match axes.len() {
+            0 => (0..rank).rev().collect(),
+            1 if !axes.get_item(0)?.is_none() && axes.get_item(0)?.extract::<i64>().is_err() => axes.get_item(0)?.extract()?,
+            1 if axes.get_item(0)?.is_none() => (0..rank).rev().collect(),
+            _ => axes.extract()?,
         };
-        if copy == Some(true) {
-            return arr.call_method0("copy");
+        let mut out = Vec::with_capacity(list.len());
+        for a in list {
+            let c = if a < 0 { a + rank } else { a };
+            if !(0..rank).contains(&c) {
+                return Err(raise("OutOfRangeError", format!("axis {a} is out of bounds for blob of dimension {rank}")));
+            }
+            out.push(c as usize);
         }
-        Ok(arr)
+        Ok(Self::new(core(self.b.permuted_view(&out))?))
+    }
+
+    /// NumPy's ``writeable``: False for blobs over memory lent read-only
+    /// (read-only arrays, DLPack tensors flagged read-only, pickle buffers).
+    #[getter]
+    fn writeable(&self) -> bool {
+        self.b.is_writable()
+    }
+
+    /// ``ndarray.astype``: a new dense blob with every element converted
+    /// (integers wrap, floats round to nearest even, float to integer
+    /// truncates toward zero; out of range and NaN saturate, NaN to 0).
+    fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let d = dtypes::from_py(Some(dtype))?;
+        let b = self.b.clone();
+        Ok(Self::new(run(py, b.is_small(), move || b.cast(d))?))
+    }
+
+    /// ``copy.copy(b)``: an independent copy, as for ndarrays.
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
+        self.copy(py)
+    }
+
+    /// ``copy.deepcopy(b)``: an independent copy.
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        self.copy(py)
     }
 
     /// The DLPack device: ``(1, 0)`` (CPU).
@@ -773,9 +892,28 @@ impl PyBlob {
         format!("blobcore.Blob(dtype={}, shape={shape}, engine={}{view})", self.b.dtype().name(), self.b.engine().name())
     }
 
+    /// Pickling. Protocol 5 hands the data over as a ``pickle.PickleBuffer``
+    /// (out-of-band, zero-copy, with a ``buffer_callback``; the unpickled
+    /// blob wraps the received buffer); older protocols copy the bytes.
+    /// Non-dense blobs (regions, strided views, NHWC, blocked) pickle as
+    /// dense copies of their logical data: they unpickle row-major.
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        if protocol < 5 {
+            return Self::__reduce__(slf)?.into_pyobject(py);
+        }
+        let b = &slf.get().b;
+        let dense = if b.is_dense() { b.clone() } else { core(b.copy())? };
+        let held = Held::raw16(py, core(dense.export())?)?;
+        let pb = py.import("pickle")?.getattr("PickleBuffer")?.call1((held,))?;
+        let ctor = slf.get_type().getattr("_from_buffer")?;
+        (ctor, (i64s(&dense.dims()), dense.dtype().name(), pb)).into_pyobject(py)
+    }
+
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
         let py = slf.py();
         let b = &slf.get().b;
+        let b = if b.is_dense() { b.clone() } else { core(b.copy())? };
         let mut bytes = vec![0u8; b.byte_size()];
         core(b.copy_to_bytes(&mut bytes))?;
         let ctor = slf.get_type().getattr("_from_state")?;

@@ -159,6 +159,7 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 
 /// A DLPack capsule for `export`: versioned (DLPack 1.1) or legacy.
 pub fn produce(py: Python<'_>, export: Export, versioned: bool, copied: bool) -> PyResult<Py<PyAny>> {
+    let read_only = !export.is_writable();
     let shape: Vec<i64> = export.shape().iter().map(|&d| d as i64).collect();
     let es = export.dtype().size() as isize;
     let strides: Vec<i64> = export.byte_strides().iter().map(|&s| (s / es) as i64).collect();
@@ -182,7 +183,7 @@ pub fn produce(py: Python<'_>, export: Export, versioned: bool, copied: bool) ->
             version: DLPackVersion { major: 1, minor: 1 },
             manager_ctx: ctx as *mut c_void,
             deleter: Some(delete_versioned),
-            flags: if copied { FLAG_IS_COPIED } else { 0 },
+            flags: (if copied { FLAG_IS_COPIED } else { 0 }) | (if read_only { FLAG_READ_ONLY } else { 0 }),
             dl_tensor: tensor,
         });
         (Box::into_raw(m) as *mut c_void, NAME_VERSIONED)
@@ -241,19 +242,28 @@ impl Drop for Taken {
     }
 }
 
-/// Consumes a DLPack capsule into a blob that shares the tensor's memory
-/// (or copies it when it is read-only, strided or misaligned).
-pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
+/// Consumes a DLPack capsule into a blob on `engine` that shares the
+/// tensor's memory (read-only when the producer flagged it so), or copies
+/// it: always with `copy == Some(true)`, and when it is strided or
+/// misaligned unless `copy == Some(false)`, which then raises BufferError.
+pub fn consume(capsule: &Bound<'_, PyAny>, copy: Option<bool>, engine: &Engine) -> PyResult<blobcore::Blob> {
     let cap = capsule.as_ptr();
     // SAFETY: PyCapsule_IsValid accepts any object and checks the name.
     let versioned = unsafe { ffi::PyCapsule_IsValid(cap, NAME_VERSIONED.as_ptr()) } == 1;
     // SAFETY: as above.
     let legacy = unsafe { ffi::PyCapsule_IsValid(cap, NAME_LEGACY.as_ptr()) } == 1;
     if !versioned && !legacy {
-        return Err(raise(
-            "InvalidArgumentError",
-            "not an unused DLPack capsule (expected a capsule named \"dltensor\" or \"dltensor_versioned\")",
-        ));
+        // SAFETY: PyCapsule_CheckExact accepts any object.
+        if unsafe { ffi::PyCapsule_CheckExact(cap) } != 0 {
+            return Err(raise(
+                "InvalidArgumentError",
+                "not an unused DLPack capsule (expected a capsule named \"dltensor\" or \"dltensor_versioned\"; this one was consumed already or is another kind)",
+            ));
+        }
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "from_dlpack: an object of type {} has no __dlpack__ method (and is not a DLPack capsule)",
+            capsule.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        )));
     }
     let name = if versioned { NAME_VERSIONED } else { NAME_LEGACY };
     // SAFETY: the name was just validated.
@@ -302,9 +312,14 @@ pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
     // data + byte_offset is the tensor's first element (DLPack contract).
     let base = (t.data as *mut u8).wrapping_add(t.byte_offset as usize);
     let byte_len = count * dtype.size();
-    let engine = Engine::cpu();
     let read_only = flags & FLAG_READ_ONLY != 0;
     let aligned = (base as usize).is_multiple_of(dtype.size());
+    let must_copy = !contiguous || !aligned;
+    if must_copy && copy == Some(false) {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "from_dlpack(copy=False): the tensor is strided or misaligned, so it cannot be shared without a copy",
+        ));
+    }
 
     // Mark the capsule consumed before anything can fail halfway: from here
     // on we own the tensor and `taken` deletes it exactly once.
@@ -315,9 +330,9 @@ pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
     }
     let taken = Taken { ptr, versioned };
 
-    if count == 0 || base.is_null() || read_only || !contiguous || !aligned {
+    if count == 0 || base.is_null() || must_copy || copy == Some(true) {
         // Copy into a new blob (gathering strided elements).
-        let out = core(blobcore::Blob::new(&engine, dtype, shape))?;
+        let out = core(blobcore::Blob::new(engine, dtype, shape))?;
         if count > 0 {
             // SAFETY: the DLPack contract: every index within `dims` at
             // these strides addresses a readable element of the tensor.
@@ -328,7 +343,14 @@ pub fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<blobcore::Blob> {
     }
     let nn = NonNull::new(base).ok_or_else(|| raise("InvalidArgumentError", "DLPack tensor has NULL data"))?;
     let release: blobcore::ReleaseFn = Box::new(move || drop(taken));
-    // SAFETY: the producer keeps the tensor's memory valid until its
-    // deleter runs, which `release` does, exactly once, after the last user.
-    core(unsafe { blobcore::Blob::wrap(&engine, dtype, shape, nn, byte_len, Some(release)) })
+    // SAFETY: the producer keeps the tensor's memory valid (writable unless
+    // flagged read-only) until its deleter runs, which `release` does,
+    // exactly once, after the last user.
+    core(unsafe {
+        if read_only {
+            blobcore::Blob::wrap_read_only(engine, dtype, shape, nn, byte_len, Some(release))
+        } else {
+            blobcore::Blob::wrap(engine, dtype, shape, nn, byte_len, Some(release))
+        }
+    })
 }

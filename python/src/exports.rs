@@ -17,7 +17,10 @@ struct ViewHolder {
 }
 
 /// Fills `view` from `export` for `__getbuffer__` (`owner` becomes
-/// `view.obj`). Read-only exports refuse writable requests.
+/// `view.obj`). Read-only requests (`readonly`, or an export of a
+/// read-only blob) refuse writable requests. `raw16` describes 2-byte
+/// elements as uint16 (how bfloat16 reaches NumPy: a uint16 array that
+/// ml_dtypes views as bfloat16).
 ///
 /// # Safety
 /// `view` must be the pointer CPython passed to `__getbuffer__`.
@@ -26,17 +29,19 @@ pub unsafe fn fill_view(
     flags: c_int,
     export: Arc<Export>,
     readonly: bool,
+    raw16: bool,
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
+    let readonly = readonly || !export.is_writable();
     if view.is_null() {
         return Err(raise("BusyError", "NULL Py_buffer"));
     }
     if readonly && (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
         return Err(pyo3::exceptions::PyBufferError::new_err("this buffer is read-only"));
     }
-    let format: &'static CStr = dtypes::format(export.dtype()).ok_or_else(|| {
+    let format: &'static CStr = if raw16 && export.dtype().size() == 2 { Some(c"H") } else { dtypes::format(export.dtype()) }.ok_or_else(|| {
         pyo3::exceptions::PyBufferError::new_err(
-            "bfloat16 has no buffer-protocol format; use DLPack (__dlpack__) or clone(dtype=...) first",
+            "bfloat16 has no buffer-protocol format; use numpy.asarray(blob) with ml_dtypes installed, DLPack, or blob.astype(numpy.float32)",
         )
     })?;
     if !export.is_contiguous() && (flags & ffi::PyBUF_STRIDES) != ffi::PyBUF_STRIDES {
@@ -159,6 +164,11 @@ impl Foreign {
         dtypes::from_format(&fmt, self.itemsize()).ok_or_else(|| {
             raise("DTypeError", format!("buffer format {fmt:?} (item size {}) has no blobcore dtype", self.itemsize()))
         })
+    }
+
+    /// True when the exporter lent the memory read-only.
+    pub fn readonly(&self) -> bool {
+        self.view.readonly != 0
     }
 
     /// True when the buffer is dense and row-major.

@@ -111,12 +111,28 @@ pub fn split_objects(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_,
     })
 }
 
-/// A blob sharing the memory of any DLPack producer (NumPy, PyTorch, JAX
-/// ...) or of a DLPack capsule. Read-only or strided tensors are copied.
+/// The array API's ``from_dlpack``: a blob sharing the memory of any
+/// DLPack producer (NumPy, PyTorch, JAX ...) or of a DLPack capsule.
+/// ``copy=None`` shares when it can (strided or misaligned tensors are
+/// copied); ``copy=True`` always copies; ``copy=False`` never copies and
+/// raises BufferError when it would have to. Tensors flagged read-only
+/// give read-only blobs. ``device`` must be None, "cpu" or ``(1, 0)``;
+/// ``engine`` places the result (a GPU engine uploads on first use).
 #[pyfunction]
-#[pyo3(signature = (obj, engine=None))]
-pub fn from_dlpack(obj: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    let _ = engine_of(engine)?;
+#[pyo3(signature = (obj, *, device=None, copy=None, engine=None))]
+pub fn from_dlpack(obj: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>, copy: Option<bool>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
+    let engine = engine_of(engine)?;
+    if let Some(d) = device {
+        let cpu = d.is_none()
+            || d.extract::<String>().is_ok_and(|s| s == "cpu")
+            || d.extract::<(i32, i32)>().is_ok_and(|t| t == dlpack::CPU_DEVICE);
+        if !cpu {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "from_dlpack: device {} is not supported (None, \"cpu\" or (1, 0))",
+                d.repr()?
+            )));
+        }
+    }
     let capsule = if obj.hasattr("__dlpack__")? {
         let kwargs = pyo3::types::PyDict::new(obj.py());
         kwargs.set_item("max_version", (1u32, 1u32))?;
@@ -129,5 +145,5 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngine>>) 
     } else {
         obj.clone()
     };
-    Ok(PyBlob::new(dlpack::consume(&capsule)?))
+    Ok(PyBlob::new(dlpack::consume(&capsule, copy, &engine)?))
 }

@@ -3,6 +3,7 @@
 //! `blobcore` crate. The package `blobcore` (python/blobcore/) re-exports
 //! it with the exception classes, dtypes and `Dim`.
 
+mod arrays;
 mod blob;
 mod buffers;
 mod dlpack;
@@ -11,6 +12,7 @@ mod errors;
 mod exports;
 mod formats;
 mod functions;
+mod indexing;
 mod layout;
 
 use pyo3::prelude::*;

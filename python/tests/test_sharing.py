@@ -76,8 +76,12 @@ def test_from_numpy_copy_true_is_independent_and_accepts_any_layout():
         bc.Blob.from_numpy(a, copy=False)
     ro = np.arange(3.0)
     ro.flags.writeable = False
-    with pytest.raises(bc.InvalidArgumentError, match="writable"):
-        bc.Blob.from_numpy(ro, copy=False)
+    r = bc.Blob.from_numpy(ro, copy=False)  # shared, read-only
+    assert not r.writeable and r.shares_memory(r)
+    with pytest.raises(bc.ReadOnlyError):
+        r.fill(1)
+    assert not np.asarray(r).flags.writeable
+    assert np.shares_memory(np.asarray(r), ro)
     with pytest.raises(bc.DTypeError):
         bc.Blob.from_numpy(np.zeros(3, np.complex64))
     with pytest.raises(bc.DTypeError):
@@ -154,9 +158,17 @@ def test_from_dlpack_copies_strided_and_read_only_tensors():
     assert a[0, 1] == 1.0  # copied
     ro = np.arange(4.0)
     ro.flags.writeable = False
-    r = bc.from_dlpack(ro)
-    r.fill(9)
+    r = bc.from_dlpack(ro)  # NumPy flags it READ_ONLY: shared, read-only
+    assert not r.writeable
+    with pytest.raises(bc.ReadOnlyError):
+        r.fill(9)
     assert ro[3] == 3.0
+    assert np.shares_memory(np.asarray(r), ro)
+    c = bc.from_dlpack(ro, copy=True)
+    c.fill(9)
+    assert c.writeable and ro[3] == 3.0
+    with pytest.raises(BufferError, match="copy"):
+        bc.from_dlpack(v, copy=False)
 
 
 def test_from_dlpack_capsule_is_consumed_once():
@@ -165,8 +177,10 @@ def test_from_dlpack_capsule_is_consumed_once():
     assert b.shape == (3,)
     with pytest.raises(bc.InvalidArgumentError, match="capsule"):
         bc.from_dlpack(cap)
-    with pytest.raises(bc.InvalidArgumentError):
+    with pytest.raises(TypeError, match="no __dlpack__"):
         bc.from_dlpack(object())
+    with pytest.raises(TypeError, match="no __dlpack__"):
+        bc.from_dlpack([1.0])
 
 
 def test_bfloat16_travels_through_dlpack_and_bytes():

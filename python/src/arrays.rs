@@ -1,0 +1,131 @@
+//! NumPy arrays to and from blobs: the array protocol (`__array__`),
+//! arrays wrapped without copying (writable or read-only), bfloat16
+//! through ml_dtypes (as uint16 views), and values for `__setitem__`.
+
+use crate::blob::{run, PyBlob};
+use crate::buffers::Held;
+use crate::errors::{core, raise};
+use crate::exports::Foreign;
+use blobcore::{Blob, DType, Engine, Shape};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::ptr::NonNull;
+
+/// ml_dtypes' bfloat16 scalar type, or a DTypeError naming the package.
+pub fn ml_bfloat16(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    match py.import("ml_dtypes") {
+        Ok(m) => m.getattr("bfloat16"),
+        Err(_) => Err(raise(
+            "DTypeError",
+            "bfloat16 blobs reach NumPy through the ml_dtypes package, which is not installed (pip install ml_dtypes); or convert first: blob.astype(numpy.float32)",
+        )),
+    }
+}
+
+/// The NumPy dtype object for `d` (ml_dtypes' for bfloat16).
+pub fn numpy_dtype<'py>(py: Python<'py>, d: DType) -> PyResult<Bound<'py, PyAny>> {
+    if d == DType::BF16 {
+        return py.import("numpy")?.getattr("dtype")?.call1((ml_bfloat16(py)?,));
+    }
+    crate::dtypes::to_py(py, d)
+}
+
+/// True for arrays of ml_dtypes' bfloat16.
+fn is_bf16_array(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.hasattr("dtype")? && obj.getattr("dtype")?.getattr("name").and_then(|n| n.extract::<String>()).is_ok_and(|n| n == "bfloat16"))
+}
+
+/// The blob as an ndarray sharing its memory (read-only when the blob
+/// is), then NumPy 2's `__array__(dtype, copy)` rules: `copy=True` always
+/// copies, `copy=False` raises ValueError when a dtype change needs a copy.
+pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+    let py = slf.py();
+    let b = &slf.get().b;
+    let np = py.import("numpy")?;
+    let arr = if b.dtype() == DType::BF16 {
+        let bf16 = ml_bfloat16(py)?;
+        let held = Held::raw16(py, core(b.export())?)?;
+        np.getattr("asarray")?.call1((held,))?.call_method1("view", (bf16,))?
+    } else {
+        np.getattr("asarray")?.call1((pyo3::types::PyMemoryView::from(slf.as_any())?,))?
+    };
+    let arr = match dtype {
+        Some(d) if !d.is_none() && !arr.getattr("dtype")?.eq(np.getattr("dtype")?.call1((d,))?)? => {
+            if copy == Some(false) {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "Unable to avoid copy while creating an array as requested (the dtype differs)",
+                ));
+            }
+            return arr.call_method1("astype", (d,));
+        }
+        _ => arr,
+    };
+    if copy == Some(true) {
+        return arr.call_method0("copy");
+    }
+    Ok(arr)
+}
+
+/// A blob over `array`'s memory, without copying: C-contiguous and
+/// aligned arrays only; read-only arrays give read-only blobs; bfloat16
+/// arrays (ml_dtypes) are viewed as uint16 on the way.
+pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
+    let bf16 = is_bf16_array(array)?;
+    let array = if bf16 { array.call_method1("view", ("uint16",))? } else { array.clone() };
+    let buf = Foreign::get(&array, false).map_err(|e| {
+        raise("InvalidArgumentError", format!("from_numpy(copy=False) needs an object with the buffer protocol ({e}); pass copy=True"))
+    })?;
+    if !buf.is_c_contiguous() {
+        return Err(raise("InvalidArgumentError", "from_numpy(copy=False) needs a C-contiguous array; pass copy=True or use numpy.ascontiguousarray"));
+    }
+    let dtype = if bf16 { DType::BF16 } else { buf.dtype()? };
+    let shape = core(Shape::new(&buf.shape()))?;
+    let (len, read_only) = (buf.len(), buf.readonly());
+    let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
+    let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
+    // SAFETY: the exporter keeps `len` bytes at `ptr` valid (and writable
+    // unless it said read-only) while we hold its buffer, which `release`
+    // gives back after the last user.
+    core(unsafe {
+        if read_only {
+            Blob::wrap_read_only(engine, dtype, shape, ptr, len, Some(release))
+        } else {
+            Blob::wrap(engine, dtype, shape, ptr, len, Some(release))
+        }
+    })
+}
+
+/// A new blob holding a copy of `array` (anything NumPy converts; any
+/// layout; bfloat16 through ml_dtypes).
+pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
+    let kwargs = PyDict::new(py);
+    // asarray(order="C"), not ascontiguousarray: that makes 0-d arrays 1-d.
+    kwargs.set_item("order", "C")?;
+    let arr = py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))?;
+    let bf16 = is_bf16_array(&arr)?;
+    let arr = if bf16 { arr.call_method1("view", ("uint16",))? } else { arr };
+    let buf = Foreign::get(&arr, false)?;
+    let dtype = if bf16 { DType::BF16 } else { buf.dtype()? };
+    let out = core(Blob::new(engine, dtype, core(Shape::new(&buf.shape()))?))?;
+    let bytes = buf.bytes();
+    let dst = out.clone();
+    run(py, out.is_small(), || dst.copy_from_bytes(bytes))?;
+    Ok(out)
+}
+
+/// `value` as a dense blob of `view`'s dims and dtype for an assignment:
+/// NumPy converts and broadcasts it; axes in `flipped` are reversed (the
+/// view runs forwards over a negative-step key).
+pub fn assigned_value(py: Python<'_>, value: &Bound<'_, PyAny>, view: &Blob, flipped: &[usize]) -> PyResult<Blob> {
+    let np = py.import("numpy")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", numpy_dtype(py, view.dtype())?)?;
+    let v = np.getattr("asarray")?.call((value,), Some(&kwargs))?;
+    let shape = pyo3::types::PyTuple::new(py, view.dims())?;
+    let mut v = np.getattr("broadcast_to")?.call1((v, shape))?;
+    if !flipped.is_empty() {
+        let axes = pyo3::types::PyTuple::new(py, flipped)?;
+        v = np.getattr("flip")?.call1((v, axes))?;
+    }
+    copy_array(py, &v, view.engine())
+}
