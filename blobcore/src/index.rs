@@ -195,7 +195,7 @@ impl Blob {
             Some(d) => d.span()?,
             None => count,
         };
-        if (offset + span) * self.dtype().size() > st.storage.len() {
+        if count > 0 && (offset + span) * self.dtype().size() > st.storage.len() {
             return Err(err!(Internal, "indexed view exceeds the storage"));
         }
         let state = State {
@@ -227,6 +227,9 @@ impl Blob {
         }
         // Copy with the flipped axes reversed: read the view backwards.
         let out = Blob::new(self.engine(), self.dtype(), view.shape())?;
+        if out.count() == 0 {
+            return Ok(out);
+        }
         let e = view.export()?;
         let es = self.dtype().size() as isize;
         let mut strides: Vec<isize> = e.byte_strides().iter().map(|s| s / es).collect();
@@ -350,6 +353,14 @@ mod tests {
         assert_eq!(b.index(&[Index::Ellipsis, Index::Ellipsis]).unwrap_err().code(), 6);
         assert_eq!(b.index(&[r(None, None, Some(0))]).unwrap_err().code(), 3);
         assert_eq!(b.permuted_view(&[0, 0]).unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn empty_views_of_empty_views() {
+        let b = ramp(&[4, 0]);
+        let v = b.index(&[Index::Ellipsis]).unwrap();
+        assert_eq!(v.index(&[r(None, None, Some(-2))]).unwrap().dims(), [2, 0]);
+        assert_eq!(v.index(&[r(None, None, Some(2))]).unwrap().dims(), [2, 0]);
     }
 
     #[test]

@@ -780,6 +780,11 @@ impl PyBlob {
             }
             Key::Advanced => {
                 let picked = arrays::array_of(slf, None, None)?.get_item(key)?;
+                // NumPy may hand back Fortran order; the copy is ours, so
+                // make it C order (a no-op when it is) and wrap it.
+                let kwargs = pyo3::types::PyDict::new(py);
+                kwargs.set_item("order", "C")?;
+                let picked = py.import("numpy")?.getattr("asarray")?.call((picked,), Some(&kwargs))?;
                 Ok(Bound::new(py, Self::new(arrays::wrap_array(&picked, b.engine())?))?.into_any())
             }
         }

@@ -60,7 +60,9 @@ pub fn format(d: DType) -> Option<&'static std::ffi::CStr> {
         DType::F32 => c"f",
         DType::I32 => c"i",
         DType::F64 => c"d",
-        DType::I64 => c"q",
+        // NumPy's int64 is C long where long has 64 bits ("q", long long,
+        // gives an equal dtype but another scalar type, numpy.longlong).
+        DType::I64 => if std::mem::size_of::<std::ffi::c_long>() == 8 { c"l" } else { c"q" },
         DType::U8 => c"B",
         DType::I8 => c"b",
         DType::F16 => c"e",
