@@ -4,6 +4,7 @@ times, are what to compare: these machines are noisy).
 Usage: python bench/python_bench.py [--quick]
 """
 
+import pickle
 import sys
 import timeit
 
@@ -69,6 +70,22 @@ def main() -> None:
     c = b.copy()
     ac = a.copy()
     row("add 128 MiB (a += c)", best(lambda: b.add(c), 1, reps), best(lambda: np.add(a, ac, out=a), 1, reps))
+
+    # Issue 14: indexing and pickle protocol 5 (256 MiB), against the ndarray.
+    big = np.ones((8192, (256 if not QUICK else 16) * MIB // 4 // 8192), np.float32)
+    bb = bc.Blob.from_numpy(big)
+
+    def roundtrip(x):
+        bufs = []
+        data = pickle.dumps(x, protocol=5, buffer_callback=bufs.append)
+        return pickle.loads(data, buffers=bufs)
+
+    row("pickle-5 dumps+loads, 256 MiB, out-of-band", best(lambda: roundtrip(bb), 20),
+        best(lambda: roundtrip(big), 20), "us")
+    row("view creation b[::2, 1]", best(lambda: bb[::2, 1], 2000), best(lambda: big[::2, 1], 2000), "us")
+    view = bb[::2, 1:]
+    row("np.asarray of an indexed view", best(lambda: np.asarray(view), 2000),
+        best(lambda: np.asarray(big[::2, 1:]), 2000), "us")
 
 
 if __name__ == "__main__":
