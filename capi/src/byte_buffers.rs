@@ -64,8 +64,10 @@ fn random_hint(page: usize) -> usize {
     static KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
     static COUNT: AtomicU64 = AtomicU64::new(0);
     // x86_64 and aarch64 user space reach at least 2^47 (2^39 on some
-    // aarch64 kernels, which then ignore higher hints); stay in [2^32, 2^46).
-    let (lo, span): (u64, u64) = if usize::BITS == 64 { (1 << 32, (1 << 46) - (1 << 32)) } else { (1 << 28, 1 << 29) };
+    // aarch64 kernels, which then ignore higher hints). [2^45, 2^46) lies
+    // above AddressSanitizer's shadow memory (which ends near 2^44 on
+    // x86_64) and below where the kernel puts libraries and its own maps.
+    let (lo, span): (u64, u64) = if usize::BITS == 64 { (1 << 45, 1 << 45) } else { (1 << 28, 1 << 29) };
     let r = KEY.hash_one(COUNT.fetch_add(1, Ordering::Relaxed));
     ((lo + r % span) as usize) & !(page - 1)
 }
@@ -86,23 +88,33 @@ impl Pages {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|p| p.is_power_of_two())?;
         let map_len = len.max(1).checked_next_multiple_of(page)?;
-        // SAFETY: an anonymous private mapping without MAP_FIXED: the kernel
-        // uses the hint only where nothing is mapped, so no existing memory
-        // is touched; the result is checked before use.
-        let p = unsafe {
-            libc::mmap(
-                random_hint(page) as *mut libc::c_void,
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return None;
+        // A hint the kernel does not honour (that range is taken) is tried
+        // again elsewhere a few times; then any address is taken.
+        for attempt in 0..8 {
+            let hint = random_hint(page);
+            // SAFETY: an anonymous private mapping without MAP_FIXED: the
+            // kernel uses the hint only where nothing is mapped, so no
+            // existing memory is touched; the result is checked before use.
+            let p = unsafe {
+                libc::mmap(
+                    hint as *mut libc::c_void,
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return None;
+            }
+            let pages = Pages { ptr: std::ptr::NonNull::new(p.cast())?, len: map_len };
+            if p as usize == hint || attempt == 7 {
+                return Some(pages);
+            }
+            drop(pages); // unmapped; try another hint
         }
-        Some(Pages { ptr: std::ptr::NonNull::new(p.cast())?, len: map_len })
+        None
     }
 
     fn as_mut_ptr(&mut self) -> *mut u8 {
