@@ -7,7 +7,8 @@ DESTDIR ?=
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 CBINDGEN_VERSION := 0.29.4
 CBINDGEN := $(CURDIR)/.tools/bin/cbindgen
-LIBDIR := target/release
+# Honours CARGO_TARGET_DIR as cargo does.
+LIBDIR := $(or $(CARGO_TARGET_DIR),target)/release
 STAGE := $(CURDIR)/build/stage
 CBUILD := $(CURDIR)/build/c
 VALGRIND ?= valgrind

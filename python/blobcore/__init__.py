@@ -76,4 +76,6 @@ __all__ = [
     "int8",
     "float16",
     "bfloat16",
-] + _errors.__all__
+]
+# The form type checkers understand as re-exporting the exception classes.
+__all__ += _errors.__all__
