@@ -18,6 +18,7 @@ use crate::blob::{Blob, State, View, ViewKind};
 use crate::error::{err, Result};
 use crate::layout::{BlockingDesc, TensorDesc};
 use crate::shape::{Shape, MAX_RANK};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// One entry of a NumPy basic-indexing key.
@@ -47,12 +48,16 @@ impl Index {
     pub const ALL: Index = Index::Range { start: None, stop: None, step: None };
 }
 
+/// Per-axis values of a view, inline up to eight axes (NeoML's seven
+/// named dims fit), so that creating a view allocates only the blob.
+pub(crate) type Axes<T> = SmallVec<[T; 8]>;
+
 /// Where an indexed view's elements are: dims, element strides (may be
 /// negative) and the element offset of index 0, relative to the parent's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
-    pub(crate) dims: Vec<usize>,
-    pub(crate) strides: Vec<isize>,
+    pub(crate) dims: Axes<usize>,
+    pub(crate) strides: Axes<isize>,
     pub(crate) offset: isize,
 }
 
@@ -105,17 +110,14 @@ pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<P
             dims.len()
         ));
     }
-    let mut out = Plan { dims: Vec::new(), strides: Vec::new(), offset: 0 };
+    let mut out = Plan { dims: Axes::new(), strides: Axes::new(), offset: 0 };
     let mut axis = 0;
-    let mut entries: Vec<Index> = Vec::with_capacity(key.len() + dims.len());
-    for k in key {
-        if *k == Index::Ellipsis {
-            entries.extend(std::iter::repeat_n(Index::ALL, dims.len() - consuming));
-        } else {
-            entries.push(*k);
-        }
-    }
-    for k in entries.into_iter().chain(std::iter::repeat(Index::ALL)) {
+    // The key with `...` expanded, then the implicit trailing `:` entries.
+    let expanded = key.iter().flat_map(|&k| {
+        let n = if k == Index::Ellipsis { dims.len() - consuming } else { 1 };
+        std::iter::repeat_n(if k == Index::Ellipsis { Index::ALL } else { k }, n)
+    });
+    for k in expanded.chain(std::iter::repeat(Index::ALL)) {
         if axis == dims.len() && !matches!(k, Index::NewAxis) {
             if k == Index::ALL {
                 break; // the implicit trailing `:` entries
@@ -158,20 +160,28 @@ pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<P
 /// axes sorted by stride, outermost first; length-1 axes innermost.
 pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[usize]) -> Result<TensorDesc> {
     let rank = dims.len();
-    let mut order: Vec<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
+    let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
     order.sort_by(|&a, &b| strides[b].cmp(&strides[a]).then(a.cmp(&b)));
     order.extend((0..rank).filter(|&a| dims[a] <= 1));
-    let blk: Vec<usize> = order.iter().map(|&a| dims[a]).collect();
-    let st: Vec<usize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+    let blk: Axes<usize> = order.iter().map(|&a| dims[a]).collect();
+    let st: Axes<usize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
     TensorDesc::with_blocking(dtype, dims, BlockingDesc::view(&blk, &order, &st)?)
 }
 
 impl Blob {
     /// The element strides and offset of this blob's logical dims (row-major
     /// for dense blobs); blocked layouts have none.
-    fn element_strides(&self, st: &State) -> Result<(Vec<isize>, usize)> {
+    fn element_strides(&self, st: &State) -> Result<(Axes<isize>, usize)> {
         match &st.desc {
-            None => Ok((crate::layout::row_major_strides(st.shape.dims(), 1), 0)),
+            None => {
+                let mut s: Axes<isize> = smallvec::smallvec![0; st.shape.rank()];
+                let mut acc = 1isize;
+                for (s, &d) in s.iter_mut().zip(st.shape.dims()).rev() {
+                    *s = acc;
+                    acc = acc.saturating_mul(d.max(1) as isize);
+                }
+                Ok((s, 0))
+            }
             Some(d) => {
                 let (s, base) = d.planar_strides().ok_or_else(|| {
                     err!(Unsupported, "a blocked layout ({}) cannot be indexed; reorder it into a dense blob first", d.layout())
@@ -184,7 +194,7 @@ impl Blob {
     /// A view of the elements at `plan` (positive strides only).
     fn view_of(&self, st: &State, base: usize, p: &Plan, kind: ViewKind) -> Result<Blob> {
         let shape = Shape::new(&p.dims)?;
-        let strides: Vec<usize> = p.strides.iter().map(|&s| s.unsigned_abs()).collect();
+        let strides: Axes<usize> = p.strides.iter().map(|&s| s.unsigned_abs()).collect();
         let offset = (st.offset + base)
             .checked_add_signed(p.offset)
             .ok_or_else(|| err!(Internal, "indexed offset below the storage"))?;

@@ -179,12 +179,19 @@ pub fn row_major_strides(dims: &[usize], unit: usize) -> Vec<isize> {
 /// True when `strides` (in multiples of `unit`) describe dense row-major
 /// data of `dims`; axes of size 1 may have any stride, as in NumPy.
 pub fn is_row_major(dims: &[usize], strides: &[isize], unit: usize) -> bool {
-    dims.len() == strides.len()
-        && dims
-            .iter()
-            .zip(strides)
-            .zip(row_major_strides(dims, unit))
-            .all(|((&d, &s), want)| d <= 1 || s == want)
+    if dims.len() != strides.len() {
+        return false;
+    }
+    // The strides row_major_strides would give, innermost first, without
+    // allocating them (this runs on every view's creation).
+    let mut want = unit as isize;
+    for (&d, &s) in dims.iter().zip(strides).rev() {
+        if d > 1 && s != want {
+            return false;
+        }
+        want = want.saturating_mul(d.max(1) as isize);
+    }
+    true
 }
 
 /// How blocked dims are laid out in memory (OpenVINO `BlockingDesc`).

@@ -4,7 +4,8 @@
 use blobcore::Index;
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PySlice, PyTuple};
+use pyo3::ffi;
+use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
 
 /// A parsed key: basic entries the core handles, or an advanced key
 /// (integer or boolean arrays) that makes a copy through NumPy.
@@ -15,45 +16,55 @@ pub enum Key {
 
 const VALID: &str = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices";
 
+/// An integer index: exact `int` first (the common case, no method
+/// calls), then anything with `__index__` that is not a sequence (NumPy
+/// integers; arrays, even 0-d ones, index by value). Too large for 64 bits
+/// is an IndexError, as in NumPy. Bools are masks, not integers.
 fn int_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Ok(None); // a bool is a mask, not an integer (NumPy)
+    if let Ok(i) = obj.cast_exact::<PyInt>() {
+        return i.extract::<i64>().map(Some).map_err(|_| PyIndexError::new_err(TOO_BIG));
     }
-    if obj.hasattr("__index__")? && !obj.hasattr("__len__")? {
-        return match obj.call_method0("__index__")?.extract::<i64>() {
-            Ok(v) => Ok(Some(v)),
-            Err(_) => Err(PyIndexError::new_err("index out of range: it does not fit a 64-bit integer")),
-        };
-    }
-    Ok(None)
-}
-
-fn slice_part(obj: Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-    if obj.is_none() {
+    // SAFETY: both only read the type slots of a live object.
+    let integer_like = unsafe { ffi::PyIndex_Check(obj.as_ptr()) != 0 && ffi::PySequence_Check(obj.as_ptr()) == 0 };
+    if !integer_like || obj.is_instance_of::<pyo3::types::PyBool>() {
         return Ok(None);
     }
-    match int_of(&obj)? {
-        Some(v) => Ok(Some(v)),
-        None => Err(PyTypeError::new_err("slice indices must be integers or None or have an __index__ method")),
+    match obj.call_method0("__index__")?.extract::<i64>() {
+        Ok(v) => Ok(Some(v)),
+        Err(_) => Err(PyIndexError::new_err(TOO_BIG)),
     }
+}
+
+const TOO_BIG: &str = "index out of range: it does not fit a 64-bit integer";
+
+/// `start:stop:step` as Python resolves them before knowing the length
+/// (`PySlice_Unpack`: `__index__` on each part, None as the defaults,
+/// values beyond the index range clamped, which changes no result).
+fn range_of(s: &Bound<'_, PySlice>) -> PyResult<Index> {
+    let (mut start, mut stop, mut step): (ffi::Py_ssize_t, ffi::Py_ssize_t, ffi::Py_ssize_t) = (0, 0, 0);
+    // SAFETY: `s` is a live slice object (the cast checked its type) and
+    // the three out-pointers are valid for writes for the call.
+    let rc = unsafe { ffi::PySlice_Unpack(s.as_ptr(), &mut start, &mut stop, &mut step) };
+    if rc < 0 {
+        // A part without __index__ (TypeError) or a zero step (ValueError),
+        // worded by Python as NumPy words them.
+        return Err(PyErr::fetch(s.py()));
+    }
+    Ok(Index::Range { start: Some(start as i64), stop: Some(stop as i64), step: Some(step as i64) })
 }
 
 fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
+    if let Some(i) = int_of(obj)? {
+        return Ok(Some(Index::At(i)));
+    }
+    if let Ok(s) = obj.cast::<PySlice>() {
+        return range_of(s).map(Some);
+    }
     if obj.is_none() {
         return Ok(Some(Index::NewAxis));
     }
     if obj.is_instance_of::<PyEllipsis>() {
         return Ok(Some(Index::Ellipsis));
-    }
-    if let Ok(s) = obj.cast::<PySlice>() {
-        return Ok(Some(Index::Range {
-            start: slice_part(s.getattr("start")?)?,
-            stop: slice_part(s.getattr("stop")?)?,
-            step: slice_part(s.getattr("step")?)?,
-        }));
-    }
-    if let Some(i) = int_of(obj)? {
-        return Ok(Some(Index::At(i)));
     }
     // Arrays, lists and bools index by value (a copy), as in NumPy.
     let np = obj.py().import("numpy")?;
@@ -65,13 +76,12 @@ fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
 
 /// Parses `key` (one entry or a tuple of them).
 pub fn parse(key: &Bound<'_, PyAny>) -> PyResult<Key> {
-    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-        Ok(t) => t.iter().collect(),
-        Err(_) => vec![key.clone()],
+    let Ok(t) = key.cast::<PyTuple>() else {
+        return Ok(entry(key)?.map_or(Key::Advanced, |e| Key::Basic(vec![e])));
     };
-    let mut out = Vec::with_capacity(items.len());
-    for item in &items {
-        match entry(item)? {
+    let mut out = Vec::with_capacity(t.len());
+    for item in t.iter() {
+        match entry(&item)? {
             Some(e) => out.push(e),
             None => return Ok(Key::Advanced),
         }

@@ -108,6 +108,38 @@ def test_advanced_indexing_copies():
     np.testing.assert_array_equal(np.asarray(b), c)
 
 
+class Idx:
+    """A user type with __index__, which NumPy accepts as an integer."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __index__(self):
+        return self.v
+
+
+def test_integer_like_keys_match_numpy():
+    a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    b = bc.Blob.from_numpy(a)
+    keys = [
+        np.int64(-1), np.uint8(2), Idx(1), (Idx(-2), slice(Idx(1), None, np.int32(2))),
+        slice(None, None, -(2**70)), slice(-(2**70), 2**70), (0, slice(2**63 - 1, None, -1)),
+        np.array(1), True, (np.bool_(False), 0), [True, False, True],
+    ]
+    for key in keys:
+        want = a[key]
+        got = b[key]
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=repr(key))
+        assert np.asarray(got).shape == want.shape, repr(key)
+    for key in [2**63, -(2**64), Idx(2**70)]:
+        # NumPy raises OverflowError for some of these, IndexError for others;
+        # blobcore raises IndexError ("does not fit a 64-bit integer") for all.
+        with pytest.raises((IndexError, OverflowError)):
+            a[key]
+        with pytest.raises(IndexError, match="64-bit"):
+            b[key]
+
+
 def test_bad_keys_change_nothing():
     b = bc.Blob.from_numpy(np.arange(6.0).reshape(2, 3))
     before = np.asarray(b).copy()

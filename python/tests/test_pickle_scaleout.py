@@ -132,7 +132,12 @@ def test_ray_put_get_when_installed():
     ray.init(num_cpus=1, include_dashboard=False, ignore_reinit_error=True)
     try:
         b = make()
-        back = ray.get(ray.put(b))
+        ref = ray.put(b)
+        back = ray.get(ref)
         np.testing.assert_array_equal(np.asarray(back), np.asarray(b))
+        # Zero-copy: the blob wraps the object store's read-only buffer.
+        assert not back.writeable
+        again = ray.get(ref)
+        assert np.shares_memory(np.asarray(again), np.asarray(back))
     finally:
         ray.shutdown()
