@@ -75,6 +75,13 @@ def layout_by_dims(rank: int) -> Layout: ...
 
 Key = SupportsIndex | slice | None | EllipsisType | npt.ArrayLike | tuple[Any, ...]
 
+class _Held:
+    """The base object of ndarrays that views and buffers hand out: it
+    exports the blob's memory through the buffer protocol and keeps it alive."""
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __release_buffer__(self, buffer: memoryview, /) -> None: ...
+
 class _BufferContext:
     def __enter__(self) -> npt.NDArray[Any]: ...
     def __exit__(

@@ -38,7 +38,7 @@ impl Mode {
 
 /// Exposes an export through the buffer protocol (the base object of the
 /// ndarrays that buffers hand out; it keeps the memory alive).
-#[pyclass(module = "blobcore", frozen)]
+#[pyclass(name = "_Held", module = "blobcore", frozen)]
 pub struct Held {
     export: Arc<Export>,
     readonly: bool,
@@ -74,7 +74,7 @@ impl Held {
 }
 
 /// The context manager returned by `Blob.buffer`.
-#[pyclass(module = "blobcore", frozen)]
+#[pyclass(name = "_BufferContext", module = "blobcore", frozen)]
 pub struct BufferContext {
     blob: Blob,
     pos: i64,
