@@ -184,7 +184,7 @@ impl Blob {
             }
             Some(d) => {
                 let (s, base) = d.planar_strides().ok_or_else(|| {
-                    err!(Unsupported, "a blocked layout ({}) cannot be indexed; reorder it into a dense blob first", d.layout())
+                    err!(Unsupported, "a blocked layout ({}) cannot be indexed or permuted; reorder it into a dense blob first", d.layout())
                 })?;
                 Ok((s.into_iter().map(|v| v as isize).collect(), base))
             }

@@ -214,8 +214,3 @@ pub(crate) fn merge_split(g: &Gpu, whole: &Region, parts: &[Region], outer: usiz
     }
     Ok(true)
 }
-
-/// Row-major strides of `dims`, in elements.
-pub(crate) fn row_major(dims: &[usize]) -> Vec<usize> {
-    crate::layout::row_major_strides(dims, 1).into_iter().map(|s| s as usize).collect()
-}

@@ -11,6 +11,7 @@ pub(crate) mod gpu;
 pub mod merge;
 pub mod reduce;
 pub mod reorder;
+pub(crate) mod strided;
 pub mod transpose;
 
 use crate::blob::{HostMut, HostRef, Region};

@@ -15,17 +15,9 @@ use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
 use crate::layout::TensorDesc;
 use crate::ops::gpu;
+use crate::ops::strided::{self, normalise, Axis};
 use crate::storage::Borrow;
-use rayon::prelude::*;
 use std::sync::Arc;
-
-/// One loop: `n` steps of `ds` elements in the destination and `ss` in the source.
-#[derive(Debug, Clone, Copy)]
-struct Axis {
-    n: usize,
-    ds: usize,
-    ss: usize,
-}
 
 /// How one logical dim is laid out: unblocked (`block` 1, `outer` stride)
 /// or split into blocks of `block` with `outer` and `inner` strides.
@@ -120,147 +112,6 @@ fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(usi
         parts = next;
     }
     Ok(parts)
-}
-
-/// Drops unit axes, orders by destination stride (outermost first) and
-/// merges axes that are contiguous on both sides.
-fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
-    axes.retain(|a| a.n != 1);
-    axes.sort_by(|x, y| y.ds.cmp(&x.ds).then(y.ss.cmp(&x.ss)));
-    let mut out: Vec<Axis> = Vec::with_capacity(axes.len());
-    for a in axes {
-        if let Some(last) = out.last_mut() {
-            if last.ds == a.ds * a.n && last.ss == a.ss * a.n {
-                last.n *= a.n;
-                last.ds = a.ds;
-                last.ss = a.ss;
-                continue;
-            }
-        }
-        out.push(a);
-    }
-    out
-}
-
-/// Tile edge for the transposing kernel.
-const TILE: usize = 32;
-
-/// The copy of one subproblem, monomorphised per element size.
-struct Kernel<T> {
-    _t: std::marker::PhantomData<T>,
-}
-
-impl<T: Copy + Send + Sync> Kernel<T> {
-    /// Copies along `axes` (normalised) from `src` to `dst` (element pointers as usize).
-    ///
-    /// # Safety
-    /// Every offset the axes reach must be inside the borrowed memory of
-    /// both sides, distinct destination indices must map to distinct
-    /// destination elements, and both pointers must be aligned for `T`.
-    unsafe fn run(axes: &[Axis], dst: usize, src: usize, parallel: bool) {
-        let es = std::mem::size_of::<T>();
-        let Some(inner) = axes.last().copied() else {
-            // SAFETY: a single element, inside both memories by contract.
-            unsafe { *(dst as *mut T) = *(src as *const T) };
-            return;
-        };
-        // The transposing case: the source's contiguous axis is not the
-        // destination's innermost one.
-        let tile_axis = if inner.ss != 1 { axes.iter().position(|a| a.ss == 1) } else { None };
-        let outer: Vec<Axis> = axes[..axes.len() - 1]
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| Some(*i) != tile_axis)
-            .map(|(_, a)| *a)
-            .collect();
-        let t = tile_axis.map(|i| axes[i]);
-        let body = move |d: usize, s: usize| {
-            // SAFETY: forwarded from run's contract.
-            unsafe { Self::inner(inner, t, d, s) }
-        };
-        if parallel && !outer.is_empty() && outer[0].n > 1 {
-            let first = outer[0];
-            let rest = outer[1..].to_vec();
-            (0..first.n).into_par_iter().for_each(|k| {
-                let (d, s) = (dst + k * first.ds * es, src + k * first.ss * es);
-                odometer(&rest, es, d, s, &body);
-            });
-        } else if parallel {
-            // No outer loop to share out (e.g. NCHW -> NHWC with N = 1):
-            // split the tiled axis, or the run itself, into chunks.
-            // Split the longer of the tiled pair (or the run) into chunks.
-            let split_t = t.is_some_and(|t| t.n >= inner.n);
-            let split = if split_t { t.unwrap_or(inner) } else { inner };
-            let want = (split.n / (4 * rayon::current_num_threads().max(1))).max(1);
-            let chunk = if t.is_some() { want.div_ceil(TILE) * TILE } else { want.max(PARALLEL_BYTES / 8 / es) };
-            let chunks = split.n.div_ceil(chunk);
-            (0..chunks).into_par_iter().for_each(|k| {
-                let start = k * chunk;
-                let part = Axis { n: chunk.min(split.n - start), ..split };
-                let (d, s) = (dst + start * split.ds * es, src + start * split.ss * es);
-                odometer(&outer, es, d, s, &|d, s| {
-                    // SAFETY: a sub-range of the axes the caller vouched for.
-                    unsafe {
-                        match t {
-                            Some(_) if split_t => Self::inner(inner, Some(part), d, s),
-                            Some(t) => Self::inner(part, Some(t), d, s),
-                            None => Self::inner(part, None, d, s),
-                        }
-                    }
-                });
-            });
-        } else {
-            odometer(&outer, es, dst, src, &body);
-        }
-    }
-
-    /// The innermost loops: a run (memcpy when contiguous on both sides),
-    /// or a tiled transpose between `inner` and the source-contiguous `t`.
-    ///
-    /// # Safety
-    /// As [`Kernel::run`].
-    unsafe fn inner(inner: Axis, t: Option<Axis>, dst: usize, src: usize) {
-        let es = std::mem::size_of::<T>();
-        let (d, s) = (dst as *mut T, src as *const T);
-        // SAFETY (whole body): offsets stay within the axes' extents, which
-        // the caller guarantees lie inside both memories.
-        unsafe {
-            match t {
-                None if inner.ds == 1 && inner.ss == 1 => std::ptr::copy_nonoverlapping(s as *const u8, d as *mut u8, inner.n * es),
-                None => {
-                    for j in 0..inner.n {
-                        *d.add(j * inner.ds) = *s.add(j * inner.ss);
-                    }
-                }
-                Some(t) => {
-                    for i0 in (0..t.n).step_by(TILE) {
-                        let i1 = (i0 + TILE).min(t.n);
-                        for j0 in (0..inner.n).step_by(TILE) {
-                            let j1 = (j0 + TILE).min(inner.n);
-                            for i in i0..i1 {
-                                let (dr, sr) = (d.add(i * t.ds), s.add(i * t.ss));
-                                for j in j0..j1 {
-                                    *dr.add(j * inner.ds) = *sr.add(j * inner.ss);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Calls `body` for every index of `axes` with the matching byte addresses.
-fn odometer(axes: &[Axis], es: usize, dst: usize, src: usize, body: &(impl Fn(usize, usize) + Sync)) {
-    match axes.split_first() {
-        None => body(dst, src),
-        Some((a, rest)) => {
-            for k in 0..a.n {
-                odometer(rest, es, dst + k * a.ds * es, src + k * a.ss * es, body);
-            }
-        }
-    }
 }
 
 /// What a reorder touches on one side: a borrow of the blob's whole span.
@@ -372,14 +223,7 @@ impl Blob {
             // (exclusive for the destination, shared for the source, on
             // different storages); valid descs map distinct indices to
             // distinct elements; bases are element-aligned.
-            unsafe {
-                match es {
-                    1 => Kernel::<u8>::run(&axes, dp, sp, parallel),
-                    2 => Kernel::<u16>::run(&axes, dp, sp, parallel),
-                    4 => Kernel::<u32>::run(&axes, dp, sp, parallel),
-                    _ => Kernel::<u64>::run(&axes, dp, sp, parallel),
-                }
-            }
+            unsafe { strided::copy(es, &axes, dp as *mut u8, sp as *const u8, parallel) };
         }
         Ok(())
     }

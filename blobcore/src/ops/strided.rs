@@ -1,0 +1,550 @@
+//! The transposition engine: one strided copy for every layout change.
+//!
+//! A copy is a list of loops ([`Axis`]: a count and an element stride on
+//! each side). [`normalise`] drops unit loops, orders them by destination
+//! stride (so writes stream) and fuses loops that are adjacent on both
+//! sides (a transpose of `[A, B, C, D]` to `[A, D, C, B]` is three loops,
+//! and `[A, B, C] -> [A, B, C]` one memcpy). [`copy`] then runs:
+//!
+//! - when the innermost loop is contiguous on both sides, `memcpy` runs;
+//! - otherwise the destination's innermost loop and the source's
+//!   innermost loop form a 2-D transpose, done in tiles of about 16 KiB a
+//!   side (in L1/L2; with the huge pages storage asks for, few TLB
+//!   entries), each tile in 8x8 register transposes (AVX, detected at run
+//!   time) or 4x4 (SSE2, always on x86-64) for 4-byte elements, and in
+//!   scalar loops the compiler unrolls for the other sizes;
+//! - the outer loops and the tiles are one flat index space that is cut
+//!   into tasks of about 256 KiB and shared across all cores.
+//!
+//! `transposed`, `transpose_from`, `permuted`, `permute_from`,
+//! `reorder_from` and strided copies all come here.
+
+use rayon::prelude::*;
+use smallvec::{smallvec, SmallVec};
+
+/// One loop: `n` steps of `ds` elements in the destination and `ss` in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Axis {
+    pub(crate) n: usize,
+    pub(crate) ds: usize,
+    pub(crate) ss: usize,
+}
+
+/// Drops unit loops, orders by destination stride (outermost first, the
+/// source stride breaking ties) and fuses loops contiguous on both sides.
+pub(crate) fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
+    axes.retain(|a| a.n != 1);
+    axes.sort_by(|x, y| y.ds.cmp(&x.ds).then(y.ss.cmp(&x.ss)));
+    let mut out: Vec<Axis> = Vec::with_capacity(axes.len());
+    for a in axes {
+        if let Some(last) = out.last_mut() {
+            if last.ds == a.ds * a.n && last.ss == a.ss * a.n {
+                last.n *= a.n;
+                last.ds = a.ds;
+                last.ss = a.ss;
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Bytes of work per parallel task.
+const TASK_BYTES: usize = 256 << 10;
+
+/// Tile edge in elements for a 2-D transpose of `es`-byte elements: about
+/// 16 KiB per side, a multiple of 8.
+fn tile_edge(es: usize) -> usize {
+    match es {
+        1 => 128,
+        2 => 64,
+        4 => 64,
+        _ => 32,
+    }
+}
+
+/// The loop nest [`copy`] runs: outer loops, then (for a transpose) the
+/// blocks of the two tiled loops, then one tile or run per index.
+#[derive(Debug, Clone)]
+struct Nest {
+    /// Outer loops, outermost first, then for a transpose the block loops
+    /// (counts in tiles; strides per tile).
+    loops: Vec<Axis>,
+    kind: Body,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Body {
+    /// A run of `n` elements contiguous on both sides.
+    Run { n: usize },
+    /// A run with strides (no loop is contiguous in the source).
+    Strided { inner: Axis },
+    /// A 2-D transpose tile: `j` is the destination's innermost loop, `i`
+    /// the source's; `tj`, `ti` their full counts, `edge` the tile edge.
+    Tile { j: Axis, i: Axis, edge: usize, blocks: usize },
+    /// A tile of runs of `n` elements contiguous on both sides: the
+    /// transpose of [`Body::Tile`] with a run as its element.
+    Runs { n: usize, j: Axis, i: Axis, edge: usize, blocks: usize },
+}
+
+fn nest(axes: &[Axis], es: usize) -> Nest {
+    let Some(&inner) = axes.last() else {
+        return Nest { loops: Vec::new(), kind: Body::Run { n: 1 } };
+    };
+    if inner.ds == 1 && inner.ss == 1 {
+        let rest = &axes[..axes.len() - 1];
+        let run_bytes = inner.n * es;
+        // Short runs whose next source loop is not the destination's next
+        // loop: a transpose of runs (e.g. swapping two outer axes over a
+        // small inner block), tiled so that both sides stay sequential.
+        if run_bytes < SHORT_RUN && rest.len() >= 2 {
+            let j = rest.len() - 1;
+            let p = (0..rest.len()).min_by_key(|&k| rest[k].ss).unwrap_or(j);
+            if p != j && rest[p].ss < rest[j].ss {
+                let edge = (RUN_TILE_BYTES / run_bytes).isqrt().clamp(4, 64);
+                return tiled(rest, p, rest[j], Body::Runs { n: inner.n, j: rest[j], i: rest[p], edge, blocks: 0 }, edge, j);
+            }
+        }
+        return Nest { loops: rest.to_vec(), kind: Body::Run { n: inner.n } };
+    }
+    // The source's innermost loop among the others (smallest source stride).
+    let rest = &axes[..axes.len() - 1];
+    let pos = (0..rest.len()).min_by_key(|&k| rest[k].ss);
+    match pos {
+        Some(p) if rest[p].ss < inner.ss => {
+            let edge = tile_edge(es);
+            let mut all = rest.to_vec();
+            all.push(inner);
+            let last = all.len() - 1;
+            tiled(&all, p, inner, Body::Tile { j: inner, i: rest[p], edge, blocks: 0 }, edge, last)
+        }
+        _ => Nest { loops: rest.to_vec(), kind: Body::Strided { inner } },
+    }
+}
+
+/// Runs shorter than this many bytes are tiled as a transpose of runs.
+const SHORT_RUN: usize = 512;
+/// Bytes a tile of runs reads (and writes).
+const RUN_TILE_BYTES: usize = 32 << 10;
+
+/// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`
+/// (tiles of `edge` by `edge`): the other loops outside the tile blocks,
+/// except those that step within the tile's rows on both sides (strides
+/// below the rows' strides), which run inside them so that every row is
+/// walked from start to end.
+fn tiled(axes: &[Axis], p: usize, j: Axis, body: Body, edge: usize, q: usize) -> Nest {
+    let i = axes[p];
+    let others = axes.iter().enumerate().filter(|&(k, _)| k != p && k != q).map(|(_, a)| *a);
+    let inside = |a: &Axis| a.ss < j.ss && a.ds < i.ds;
+    let mut loops: Vec<Axis> = others.clone().filter(|a| !inside(a)).collect();
+    let blocks = loops.len();
+    loops.push(Axis { n: i.n.div_ceil(edge), ds: i.ds * edge, ss: i.ss * edge });
+    loops.push(Axis { n: j.n.div_ceil(edge), ds: j.ds * edge, ss: j.ss * edge });
+    loops.extend(others.filter(|a| inside(a)));
+    let kind = match body {
+        Body::Tile { j, i, edge, .. } => Body::Tile { j, i, edge, blocks },
+        Body::Runs { n, j, i, edge, .. } => Body::Runs { n, j, i, edge, blocks },
+        other => other,
+    };
+    Nest { loops, kind }
+}
+
+/// Destinations at least this large are written with non-temporal stores
+/// where the kernel can (they would not stay in cache anyway, and skipping
+/// the read for ownership saves a third of the memory traffic).
+const STREAM_BYTES: usize = 32 << 20;
+
+/// Copies every element the (normalised) `axes` reach from `src` to `dst`.
+///
+/// # Safety
+/// For every index of the axes, the element at `src + sum(index * ss) * es`
+/// must be readable and the one at `dst + sum(index * ds) * es` writable;
+/// distinct indices must reach distinct destination elements; both
+/// pointers must be aligned to `es`, a power of two up to 8; source and
+/// destination must not overlap.
+pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8, parallel: bool) {
+    let n = nest(axes, es);
+    let per_body = match n.kind {
+        Body::Run { n } => n,
+        Body::Strided { inner } => inner.n,
+        Body::Tile { edge, .. } => edge * edge,
+        Body::Runs { n, edge, .. } => n * edge * edge,
+    } * es;
+    let total: usize = n.loops.iter().map(|a| a.n).product();
+    let stream = total.saturating_mul(per_body) >= STREAM_BYTES;
+    let (d, s) = (dst as usize, src as usize);
+    // SAFETY (both calls): forwarded from this function's contract; each
+    // flat index range below is a disjoint part of the nest.
+    if parallel && total > 1 {
+        let per_task = (TASK_BYTES / per_body.max(1)).max(1);
+        let tasks = total.div_ceil(per_task).max(rayon::current_num_threads().min(total));
+        let chunk = total.div_ceil(tasks);
+        (0..total.div_ceil(chunk)).into_par_iter().for_each(|t| {
+            let lo = t * chunk;
+            unsafe { run_range(es, &n, d, s, lo, (lo + chunk).min(total), stream) };
+        });
+    } else {
+        unsafe { run_range(es, &n, d, s, 0, total, stream) };
+    }
+}
+
+/// Runs the bodies of flat indices `lo..hi` of the nest's loops.
+///
+/// # Safety
+/// As [`copy`].
+unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: usize, stream: bool) {
+    let loops = &n.loops;
+    let r = loops.len();
+    let mut idx: SmallVec<[usize; 24]> = smallvec![0; r];
+    // Decode `lo` into loop indices (last loop fastest) and offsets.
+    let (mut od, mut os) = (0usize, 0usize);
+    let mut rem = lo;
+    for k in (0..r).rev() {
+        idx[k] = rem % loops[k].n;
+        rem /= loops[k].n;
+        od += idx[k] * loops[k].ds;
+        os += idx[k] * loops[k].ss;
+    }
+    for _ in lo..hi {
+        let (d, s) = (dst + od * es, src + os * es);
+        // SAFETY: the loop indices are within their counts, so the body's
+        // elements are among those the caller vouched for.
+        unsafe {
+            match n.kind {
+                Body::Run { n } => run(d as *mut u8, s as *const u8, n * es, stream),
+                Body::Strided { inner } => strided_run(es, inner, d, s),
+                Body::Tile { j, i, edge, blocks } => {
+                    // Which tile: the block loops are at `blocks`, `blocks + 1`.
+                    let (bi, bj) = (idx[blocks], idx[blocks + 1]);
+                    let ni = (i.n - bi * edge).min(edge);
+                    let nj = (j.n - bj * edge).min(edge);
+                    tile(es, Axis { n: nj, ..j }, Axis { n: ni, ..i }, d, s, stream);
+                }
+                Body::Runs { n: run_n, j, i, edge, blocks } => {
+                    let (bi, bj) = (idx[blocks], idx[blocks + 1]);
+                    let ni = (i.n - bi * edge).min(edge);
+                    let nj = (j.n - bj * edge).min(edge);
+                    let bytes = run_n * es;
+                    for a in 0..ni {
+                        for b in 0..nj {
+                            std::ptr::copy_nonoverlapping(
+                                (s + (a * i.ss + b * j.ss) * es) as *const u8,
+                                (d + (a * i.ds + b * j.ds) * es) as *mut u8,
+                                bytes,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Next index, keeping the offsets in step.
+        let mut k = r;
+        while k > 0 {
+            k -= 1;
+            idx[k] += 1;
+            od += loops[k].ds;
+            os += loops[k].ss;
+            if idx[k] < loops[k].n {
+                break;
+            }
+            od -= loops[k].n * loops[k].ds;
+            os -= loops[k].n * loops[k].ss;
+            idx[k] = 0;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if stream {
+        simd::fence();
+    }
+}
+
+/// One contiguous run of `bytes`: streamed (whole aligned 32-byte pieces,
+/// no read for ownership) when asked and possible, else `memcpy`.
+///
+/// # Safety
+/// `bytes` readable at `src` and writable at `dst`, not overlapping.
+#[inline]
+unsafe fn run(dst: *mut u8, src: *const u8, bytes: usize, stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if stream && bytes >= 256 && bytes % 32 == 0 && (dst as usize) % 32 == 0 && simd::has_avx() {
+        // SAFETY: forwarded; alignment and size checked above.
+        unsafe { simd::stream_copy(dst, src, bytes) };
+        return;
+    }
+    let _ = stream;
+    // SAFETY: forwarded from the caller.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+}
+
+/// One strided run, element by element.
+///
+/// # Safety
+/// As [`copy`], for the elements of `inner` from `dst`/`src`.
+unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
+    macro_rules! run {
+        ($t:ty) => {{
+            let (d, s) = (dst as *mut $t, src as *const $t);
+            for k in 0..inner.n {
+                // SAFETY: k < inner.n; the caller vouched for these elements.
+                unsafe { *d.add(k * inner.ds) = *s.add(k * inner.ss) };
+            }
+        }};
+    }
+    match es {
+        1 => run!(u8),
+        2 => run!(u16),
+        4 => run!(u32),
+        _ => run!(u64),
+    }
+}
+
+/// A 2-D transpose: `dst[a*i.ds + b*j.ds] = src[a*i.ss + b*j.ss]` for
+/// `a < i.n`, `b < j.n`, written one destination row (`j`) at a time.
+///
+/// # Safety
+/// As [`copy`], for the elements of the two loops from `dst`/`src`.
+unsafe fn tile(es: usize, j: Axis, i: Axis, dst: usize, src: usize, stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if es == 4 && j.ds == 1 && i.ss == 1 {
+        // SAFETY: forwarded; the layouts are the ones the kernels assume.
+        unsafe { simd::tile_f32(j, i, dst as *mut u32, src as *const u32, stream) };
+        return;
+    }
+    let _ = stream;
+    macro_rules! scalar {
+        ($t:ty) => {{
+            let (d, s) = (dst as *mut $t, src as *const $t);
+            for a in 0..i.n {
+                for b in 0..j.n {
+                    // SAFETY: a < i.n and b < j.n; vouched for by the caller.
+                    unsafe { *d.add(a * i.ds + b * j.ds) = *s.add(a * i.ss + b * j.ss) };
+                }
+            }
+        }};
+    }
+    match es {
+        1 => scalar!(u8),
+        2 => scalar!(u16),
+        4 => scalar!(u32),
+        _ => scalar!(u64),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    //! Register transposes of 4-byte elements: 8x8 with AVX (checked once
+    //! at run time), 4x4 with SSE2 (part of x86-64), scalar edges.
+
+    use super::Axis;
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    pub(super) fn has_avx() -> bool {
+        static AVX: OnceLock<bool> = OnceLock::new();
+        *AVX.get_or_init(|| is_x86_feature_detected!("avx"))
+    }
+
+    /// `dst[a*i.ds + b] = src[a + b*j.ss]` for `a < i.n`, `b < j.n`.
+    /// With `stream`, whole 64-byte destination lines are written with
+    /// non-temporal stores (no read for ownership) where aligned.
+    ///
+    /// # Safety
+    /// Every element named is inside its memory (the caller's contract).
+    pub(super) unsafe fn tile_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, stream: bool) {
+        let (di, sj) = (i.ds, j.ss);
+        let avx = has_avx();
+        let (wa, wb) = if avx { (8, 16) } else { (4, 4) };
+        let (ai, bj) = (i.n / wa * wa, j.n / wb * wb);
+        let aligned = stream && avx && (dst as usize) % 64 == 0 && (di * 4) % 64 == 0;
+        // SAFETY (whole body): indices stay below i.n and j.n.
+        unsafe {
+            for a in (0..ai).step_by(wa) {
+                for b in (0..bj).step_by(wb) {
+                    let (d, s) = (dst.add(a * di + b), src.add(a + b * sj));
+                    if !avx {
+                        t4x4(d, di, s, sj);
+                    } else if aligned {
+                        t8x16::<true>(d, di, s, sj);
+                    } else {
+                        t8x16::<false>(d, di, s, sj);
+                    }
+                }
+            }
+            // Edges: the columns past bj for every row, the rows past ai.
+            for a in 0..i.n {
+                let from = if a < ai { bj } else { 0 };
+                for b in from..j.n {
+                    *dst.add(a * di + b) = *src.add(a + b * sj);
+                }
+            }
+        }
+    }
+
+    /// Copies `bytes` (a multiple of 32) to a 32-byte aligned `dst` with
+    /// non-temporal stores.
+    ///
+    /// # Safety
+    /// AVX present; `bytes` readable at `src`, writable at `dst`.
+    #[target_feature(enable = "avx")]
+    pub(super) unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
+        // SAFETY: k + 32 <= bytes for every k; dst + k is 32-byte aligned.
+        unsafe {
+            for k in (0..bytes).step_by(32) {
+                let v = _mm256_loadu_ps(src.add(k) as *const f32);
+                _mm256_stream_ps(dst.add(k) as *mut f32, v);
+            }
+        }
+    }
+
+    /// Orders earlier non-temporal stores before what follows (they are
+    /// weakly ordered); called once at the end of each task that streamed.
+    pub(super) fn fence() {
+        // SAFETY: SSE is part of x86-64; the fence has no other effect.
+        unsafe { _mm_sfence() }
+    }
+
+    /// The transpose of eight rows of eight, in registers.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    fn t8(r: [__m256; 8]) -> [__m256; 8] {
+        // Interleave pairs of rows, then pairs of pairs, then the halves.
+        let (u0, u1) = (_mm256_unpacklo_ps(r[0], r[1]), _mm256_unpackhi_ps(r[0], r[1]));
+        let (u2, u3) = (_mm256_unpacklo_ps(r[2], r[3]), _mm256_unpackhi_ps(r[2], r[3]));
+        let (u4, u5) = (_mm256_unpacklo_ps(r[4], r[5]), _mm256_unpackhi_ps(r[4], r[5]));
+        let (u6, u7) = (_mm256_unpacklo_ps(r[6], r[7]), _mm256_unpackhi_ps(r[6], r[7]));
+        let q0 = _mm256_shuffle_ps::<0x44>(u0, u2);
+        let q1 = _mm256_shuffle_ps::<0xEE>(u0, u2);
+        let q2 = _mm256_shuffle_ps::<0x44>(u1, u3);
+        let q3 = _mm256_shuffle_ps::<0xEE>(u1, u3);
+        let q4 = _mm256_shuffle_ps::<0x44>(u4, u6);
+        let q5 = _mm256_shuffle_ps::<0xEE>(u4, u6);
+        let q6 = _mm256_shuffle_ps::<0x44>(u5, u7);
+        let q7 = _mm256_shuffle_ps::<0xEE>(u5, u7);
+        [
+            _mm256_permute2f128_ps::<0x20>(q0, q4),
+            _mm256_permute2f128_ps::<0x20>(q1, q5),
+            _mm256_permute2f128_ps::<0x20>(q2, q6),
+            _mm256_permute2f128_ps::<0x20>(q3, q7),
+            _mm256_permute2f128_ps::<0x31>(q0, q4),
+            _mm256_permute2f128_ps::<0x31>(q1, q5),
+            _mm256_permute2f128_ps::<0x31>(q2, q6),
+            _mm256_permute2f128_ps::<0x31>(q3, q7),
+        ]
+    }
+
+    /// Sixteen source rows of eight (stride `ss`) to eight destination rows
+    /// of sixteen (stride `ds`): `d[r*ds + c] = s[c*ss + r]`, each
+    /// destination row written as one 64-byte piece (streamed when `NT`,
+    /// which needs `d` and `ds * 4` 64-byte aligned).
+    #[target_feature(enable = "avx")]
+    unsafe fn t8x16<const NT: bool>(d: *mut u32, ds: usize, s: *const u32, ss: usize) {
+        // SAFETY: the caller vouched for 8 elements of each of the 16
+        // source rows and 16 of each of the 8 destination rows.
+        unsafe {
+            let mut lo = [_mm256_setzero_ps(); 8];
+            let mut hi = [_mm256_setzero_ps(); 8];
+            for k in 0..8 {
+                lo[k] = _mm256_loadu_ps(s.add(k * ss) as *const f32);
+                hi[k] = _mm256_loadu_ps(s.add((k + 8) * ss) as *const f32);
+            }
+            let (lo, hi) = (t8(lo), t8(hi));
+            for r in 0..8 {
+                let row = d.add(r * ds) as *mut f32;
+                if NT {
+                    _mm256_stream_ps(row, lo[r]);
+                    _mm256_stream_ps(row.add(8), hi[r]);
+                } else {
+                    _mm256_storeu_ps(row, lo[r]);
+                    _mm256_storeu_ps(row.add(8), hi[r]);
+                }
+            }
+        }
+    }
+
+    /// The 4x4 form of [`t8`] with SSE2 (no AVX).
+    unsafe fn t4x4(d: *mut u32, ds: usize, s: *const u32, ss: usize) {
+        // SAFETY: the caller vouched for 4 elements from each of the 4 rows.
+        unsafe {
+            macro_rules! l {
+                ($k:expr) => {
+                    _mm_loadu_ps(s.add($k * ss) as *const f32)
+                };
+            }
+            let (r0, r1, r2, r3) = (l!(0), l!(1), l!(2), l!(3));
+            let (u0, u1) = (_mm_unpacklo_ps(r0, r1), _mm_unpackhi_ps(r0, r1));
+            let (u2, u3) = (_mm_unpacklo_ps(r2, r3), _mm_unpackhi_ps(r2, r3));
+            macro_rules! st {
+                ($k:expr, $v:expr) => {
+                    _mm_storeu_ps(d.add($k * ds) as *mut f32, $v)
+                };
+            }
+            st!(0, _mm_movelh_ps(u0, u2));
+            st!(1, _mm_movehl_ps(u2, u0));
+            st!(2, _mm_movelh_ps(u1, u3));
+            st!(3, _mm_movehl_ps(u3, u1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slow oracle: every index, in any order.
+    fn naive(dims: &[usize], ds: &[usize], ss: &[usize], src: &[u32], dst: &mut [u32]) {
+        let total: usize = dims.iter().product();
+        for flat in 0..total {
+            let (mut rem, mut d, mut s) = (flat, 0, 0);
+            for k in (0..dims.len()).rev() {
+                let i = rem % dims[k];
+                rem /= dims[k];
+                d += i * ds[k];
+                s += i * ss[k];
+            }
+            dst[d] = src[s];
+        }
+    }
+
+    fn row_major(dims: &[usize]) -> Vec<usize> {
+        let mut st = vec![1; dims.len()];
+        for k in (0..dims.len().saturating_sub(1)).rev() {
+            st[k] = st[k + 1] * dims[k + 1];
+        }
+        st
+    }
+
+    #[test]
+    fn permutations_match_the_naive_copy() {
+        // Edges (not multiples of 8), unit dims, every permutation of rank 4.
+        let dims = [3usize, 9, 1, 17];
+        let n: usize = dims.iter().product();
+        let src: Vec<u32> = (0..n as u32).collect();
+        let perms = [[0, 1, 2, 3], [3, 2, 1, 0], [0, 3, 2, 1], [1, 0, 3, 2], [2, 3, 0, 1], [3, 0, 1, 2]];
+        for p in perms {
+            let out_dims: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+            let out_st = row_major(&out_dims);
+            let src_st = row_major(&dims);
+            // Loop over the destination's axes.
+            let axes: Vec<Axis> = (0..4).map(|k| Axis { n: out_dims[k], ds: out_st[k], ss: src_st[p[k]] }).collect();
+            let mut want = vec![0u32; n];
+            naive(&out_dims, &out_st, &p.map(|a| src_st[a]), &src, &mut want);
+            for parallel in [false, true] {
+                let mut got = vec![0u32; n];
+                // SAFETY: both buffers hold every element the axes reach.
+                unsafe { copy(4, &normalise(axes.clone()), got.as_mut_ptr() as *mut u8, src.as_ptr() as *const u8, parallel) };
+                assert_eq!(got, want, "perm {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fusing_and_ordering() {
+        // [2,3,4] row-major copied to itself: one run of 24.
+        let axes = vec![Axis { n: 2, ds: 12, ss: 12 }, Axis { n: 3, ds: 4, ss: 4 }, Axis { n: 4, ds: 1, ss: 1 }];
+        assert_eq!(normalise(axes), [Axis { n: 24, ds: 1, ss: 1 }]);
+        // Swapping the two outer axes of [2,3,4]: the inner run stays.
+        let axes = vec![Axis { n: 3, ds: 8, ss: 4 }, Axis { n: 2, ds: 4, ss: 12 }, Axis { n: 4, ds: 1, ss: 1 }];
+        assert_eq!(normalise(axes).len(), 3);
+    }
+}
