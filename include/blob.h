@@ -341,6 +341,14 @@ int32_t blob_copy_from(struct Blob *dst, const struct Blob *src);
 // NeoML `TransposeFrom`: `dst` = `src` with axes d1 and d2 swapped (numpy.swapaxes).
 int32_t blob_transpose_from(struct Blob *dst, const struct Blob *src, int32_t d1, int32_t d2);
 
+// `numpy.transpose` into `dst`: `dst` = `src` with its axes taken in the
+// order `axes` (`n` entries, a permutation of `0..rank`; negative entries
+// count from the end). `dst` may have any layout; dims must match.
+int32_t blob_permute_from(struct Blob *dst, const struct Blob *src, const int32_t *axes, size_t n);
+
+// `numpy.transpose(b, axes)` as a new dense blob in `*out`.
+int32_t blob_permute(const struct Blob *b, const int32_t *axes, size_t n, struct Blob **out);
+
 // NeoML `GetCopy`: an independent copy.
 int32_t blob_copy(const struct Blob *b, struct Blob **out);
 

@@ -159,6 +159,12 @@ impl Shape {
         Ok(if axis < 0 { (axis + rank) as usize } else { axis as usize })
     }
 
+    /// [`Shape::canonical_axis`] for each of `axes` (NumPy's `transpose`
+    /// axes: negative values count from the end).
+    pub fn canonical_axes(&self, axes: &[isize]) -> Result<Vec<usize>> {
+        axes.iter().map(|&a| self.canonical_axis(a)).collect()
+    }
+
     /// The size of axis `axis` (negative counts from the end).
     pub fn dim(&self, axis: isize) -> Result<usize> {
         Ok(self.dims[self.canonical_axis(axis)?])

@@ -60,6 +60,11 @@ fn fixtures() -> Fx {
     Fx { e, a, b, c, v, w, l, held, blocked }
 }
 
+/// The first two columns of a [2, 3] blob: a square view of its memory.
+fn square(b: &Blob) -> Blob {
+    b.index(&[Index::ALL, Index::Range { start: None, stop: Some(2), step: None }]).unwrap()
+}
+
 /// Everything observable about the fixtures.
 fn digest(f: &Fx) -> Vec<(Vec<usize>, DType, Vec<u8>, usize)> {
     [&f.a, &f.b, &f.c, &f.v, &f.w, &f.l]
@@ -165,6 +170,14 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "dtypes differ", |f| f.a.transpose_from(&f.b, 0, 1);
         OUT_OF_RANGE, "axis", |f| f.a.transpose_from(&f.v, 0, 1);
         SHAPE, "destination", |f| f.c.transpose_from(&f.v.window(3).unwrap(), 0, 0);
+        OUT_OF_RANGE, "axis", |f| f.a.permuted(&[0, 2]);
+        INVALID_ARGUMENT, "permutation", |f| f.a.permuted(&[1, -1]);
+        INVALID_ARGUMENT, "permutation", |f| f.a.permuted(&[0]);
+        UNSUPPORTED, "blocked", |f| f.blocked.permuted(&[0, 1, 2, 3]);
+        DTYPE, "dtypes differ", |f| f.c.permute_from(&f.b, &[1, 0]);
+        SHAPE, "destination", |f| f.a.permute_from(&f.a, &[1, 0]);
+        SHAPE, "destination", |f| f.a.permute_from(&f.c, &[0, 1]);
+        INVALID_ARGUMENT, "share memory", |f| square(&f.a).permute_from(&square(&f.a), &[1, 0]);
         // Merge and split.
         INVALID_ARGUMENT, "empty", |f| Blob::merge(&[], 0, &f.a);
         DTYPE, "", |f| Blob::merge(&[&f.a, &f.b], 0, &f.v);

@@ -1,7 +1,7 @@
 //! Shape changes, host copies, blob copies and transposes.
 
 use crate::handles::{self, Blob};
-use crate::status::{dims as parse_dims, ffi, out, put};
+use crate::status::{array, dims as parse_dims, ffi, out, put};
 use blobcore::{DType, Error};
 use std::ffi::c_void;
 
@@ -78,6 +78,34 @@ pub extern "C" fn blob_copy_from(dst: *mut Blob, src: *const Blob) -> i32 {
 #[no_mangle]
 pub extern "C" fn blob_transpose_from(dst: *mut Blob, src: *const Blob, d1: i32, d2: i32) -> i32 {
     ffi!({ handles::blob(dst, "dst")?.transpose_from(&handles::blob(src, "src")?, d1 as isize, d2 as isize) })
+}
+
+/// `numpy.transpose` into `dst`: `dst` = `src` with its axes taken in the
+/// order `axes` (`n` entries, a permutation of `0..rank`; negative entries
+/// count from the end). `dst` may have any layout; dims must match.
+#[no_mangle]
+pub extern "C" fn blob_permute_from(dst: *mut Blob, src: *const Blob, axes: *const i32, n: usize) -> i32 {
+    ffi!({
+        let axes = axis_list(axes, n)?;
+        handles::blob(dst, "dst")?.permute_from(&handles::blob(src, "src")?, &axes)
+    })
+}
+
+/// `numpy.transpose(b, axes)` as a new dense blob in `*out`.
+#[no_mangle]
+pub extern "C" fn blob_permute(b: *const Blob, axes: *const i32, n: usize, out: *mut *mut Blob) -> i32 {
+    ffi!({
+        let o = crate::status::out(out, "out")?;
+        let b = handles::blob(b, "blob")?;
+        let axes = axis_list(axes, n)?;
+        put(o, handles::issue_blob(b.permuted(&axes)?));
+        Ok(())
+    })
+}
+
+/// The caller's axis list (at most the maximum rank entries).
+fn axis_list(axes: *const i32, n: usize) -> Result<Vec<isize>, Error> {
+    Ok(array(axes, n, blobcore::MAX_RANK, "axes")?.iter().map(|&a| a as isize).collect())
 }
 
 fn derive(b: *const Blob, o: *mut *mut Blob, f: impl FnOnce(&blobcore::Blob) -> Result<blobcore::Blob, Error>) -> i32 {

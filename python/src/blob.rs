@@ -538,6 +538,19 @@ impl PyBlob {
         run(py, b.is_small(), move || b.transpose_from(&s, d1, d2))
     }
 
+    /// ``numpy.transpose(b, axes)`` as a new dense blob (a copy; ``b.T``
+    /// and ``b.transpose`` give views). Negative axes count from the end.
+    fn permuted(&self, py: Python<'_>, axes: Vec<isize>) -> PyResult<Self> {
+        let b = self.b.clone();
+        Ok(Self::new(run(py, b.is_small(), move || b.permuted(&axes))?))
+    }
+
+    /// Writes ``numpy.transpose(src, axes)`` into this blob (any layout).
+    fn permute_from(&self, py: Python<'_>, src: PyRef<'_, PyBlob>, axes: Vec<isize>) -> PyResult<()> {
+        let (b, s) = (self.b.clone(), src.b.clone());
+        run(py, b.is_small(), move || b.permute_from(&s, &axes))
+    }
+
     /// Copies a blob (same dims and dtype) or an array-like (same number
     /// of elements; NumPy converts it to this blob's dtype) into this blob.
     fn copy_from(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -841,14 +854,8 @@ impl PyBlob {
             1 if axes.get_item(0)?.is_none() => (0..rank).rev().collect(),
             _ => axes.extract()?,
         };
-        let mut out = Vec::with_capacity(list.len());
-        for a in list {
-            let c = if a < 0 { a + rank } else { a };
-            if !(0..rank).contains(&c) {
-                return Err(raise("OutOfRangeError", format!("axis {a} is out of bounds for blob of dimension {rank}")));
-            }
-            out.push(c as usize);
-        }
+        let list: Vec<isize> = list.into_iter().map(|a| a as isize).collect();
+        let out = core(self.b.shape().canonical_axes(&list))?;
         Ok(Self::new(core(self.b.permuted_view(&out))?))
     }
 

@@ -183,6 +183,25 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, 7, &got64));
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, -1, &got64));
     BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_transposed(a, 0, 2, &out));
+    {
+        const int32_t far[2] = {0, 2}, dup[2] = {1, 1}, swap[2] = {1, 0}, neg_swap[2] = {-1, 0};
+        BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_permute(a, far, 2, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "permutation", blob_permute(a, dup, 2, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "permutation", blob_permute(a, swap, 1, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "axes", blob_permute(a, NULL, 2, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "at most", blob_permute(a, swap, 99, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_permute(a, swap, 2, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_permute(fake, swap, 2, &out));
+        BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_permute_from(c, b, swap, 2));
+        BAD(BLOB_ERR_SHAPE, "destination", blob_permute_from(a, a, swap, 2));
+        const int64_t d22[2] = {2, 2};
+        Blob *sq = NULL;
+        CHECK(blob_create_tensor(NULL, BLOB_F32, d22, 2, &sq) == BLOB_OK);
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "share memory", blob_permute_from(sq, sq, neg_swap, 2));
+        CHECK(blob_free(sq) == BLOB_OK);
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "permutation", blob_permute_from(c, a, dup, 2));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_permute_from(fake, a, swap, 2));
+    }
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_fill_object(a, 6, 1.0));
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_clear_object(a, -1));
     CHECK(got64 == 777 && got32 == 777 && out == sentinel);

@@ -2,6 +2,8 @@
  * between NCHW, NHWC and channels blocked by 8, regions, and errors. */
 #include "check.h"
 
+#include <string.h>
+
 int main(void) {
     const int64_t dims[4] = {1, 25, 20, 20};
     const int64_t blk[5] = {1, 4, 20, 20, 8}, order[5] = {0, 1, 2, 3, 1};
@@ -66,6 +68,40 @@ int main(void) {
         CHECK(blob_layout(NULL, &layout) == BLOB_ERR_NULL_POINTER);
     }
     CHECK(blob_copy_to_host(back, got, sizeof got) == BLOB_OK && got[9999] == 9999.0f);
+
+    /* blob_permute / blob_permute_from: numpy.transpose(dense, (2, 0, 3, 1))
+     * against the index arithmetic, into a dense blob and into NHWC. */
+    {
+        const int32_t axes[4] = {2, 0, 3, 1}, neg_axes[4] = {-2, 0, -1, 1};
+        Blob *p = NULL, *q = NULL;
+        int64_t pd[4], k;
+        size_t r = 0;
+        CHECK(blob_copy_from_host(dense, src, sizeof src) == BLOB_OK);
+        CHECK(blob_permute(dense, axes, 4, &p) == BLOB_OK);
+        CHECK(blob_rank(p, &r) == BLOB_OK && r == 4);
+        for (k = 0; k < 4; k++) CHECK(blob_dim(p, (int32_t)k, &pd[k]) == BLOB_OK && pd[k] == dims[axes[k]]);
+        CHECK(blob_copy_to_host(p, got, sizeof got) == BLOB_OK);
+        {
+            int64_t i0, i1, i2, i3, n = 0, bad = 0;
+            /* p[i0][i1][i2][i3] = dense[i1][i3][i0][i2] */
+            for (i0 = 0; i0 < pd[0]; i0++)
+                for (i1 = 0; i1 < pd[1]; i1++)
+                    for (i2 = 0; i2 < pd[2]; i2++)
+                        for (i3 = 0; i3 < pd[3]; i3++) {
+                            int64_t s = ((i1 * dims[1] + i3) * dims[2] + i0) * dims[3] + i2;
+                            if (got[n++] != src[s]) bad++;
+                        }
+            CHECK(bad == 0);
+        }
+        CHECK(blob_create_tensor(NULL, BLOB_F32, pd, 4, &q) == BLOB_OK);
+        CHECK(blob_permute_from(q, dense, neg_axes, 4) == BLOB_OK);
+        {
+            float again[sizeof got / sizeof got[0]];
+            CHECK(blob_copy_to_host(q, again, sizeof again) == BLOB_OK && memcmp(again, got, sizeof again) == 0);
+        }
+        blob_free(p);
+        blob_free(q);
+    }
 
     blob_free(b8);
     blob_free(nhwc);

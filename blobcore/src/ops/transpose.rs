@@ -16,7 +16,7 @@ impl Blob {
         let b = shape.canonical_axis(d2)?;
         let mut axes: Vec<usize> = (0..shape.rank()).collect();
         axes.swap(a, b);
-        self.permuted(&axes)
+        self.permuted_by(&axes)
     }
 
     /// NeoML `TransposeFrom(src, d1, d2)`: fills this blob with `src` with
@@ -39,14 +39,20 @@ impl Blob {
         }
         let mut axes: Vec<usize> = (0..s.rank()).collect();
         axes.swap(a, b);
-        self.permute_from(src, &axes)
+        self.permute_from_by(src, &axes)
     }
 
     /// `numpy.transpose(b, axes)` made contiguous: a new dense blob whose
-    /// axis `i` is axis `axes[i]` of this one. `axes` must be a permutation
-    /// of `0..rank`. Any planar layout (dense, NHWC, strided views) is
-    /// accepted; blocked layouts are `Unsupported` (reorder them first).
-    pub fn permuted(&self, axes: &[usize]) -> Result<Blob> {
+    /// axis `i` is axis `axes[i]` of this one (negative axes count from the
+    /// end). `axes` must be a permutation of the axes (`InvalidArgument`
+    /// otherwise; `OutOfRange` for an axis past the rank). Any planar
+    /// layout (dense, NHWC, strided views) is accepted; blocked layouts are
+    /// `Unsupported` (reorder them first).
+    pub fn permuted(&self, axes: &[isize]) -> Result<Blob> {
+        self.permuted_by(&self.shape().canonical_axes(axes)?)
+    }
+
+    fn permuted_by(&self, axes: &[usize]) -> Result<Blob> {
         let view = self.permuted_view(axes)?;
         let out = Blob::new(self.engine(), self.dtype(), view.shape())?;
         out.reorder_from(&view)?;
@@ -57,7 +63,11 @@ impl Blob {
     /// [`Blob::permuted`]): this blob's dims must be `src`'s taken in the
     /// order `axes` gives, the dtypes equal, and the two may not share
     /// memory.
-    pub fn permute_from(&self, src: &Blob, axes: &[usize]) -> Result<()> {
+    pub fn permute_from(&self, src: &Blob, axes: &[isize]) -> Result<()> {
+        self.permute_from_by(src, &src.shape().canonical_axes(axes)?)
+    }
+
+    fn permute_from_by(&self, src: &Blob, axes: &[usize]) -> Result<()> {
         if self.dtype() != src.dtype() {
             return Err(err!(DType, "permute_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
         }
