@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import blobcore as bc
-from conftest import REDUCE_REL, NUMPY_DTYPES, blob_of, random_array, random_shape
+from conftest import ON_GPU, REDUCE_REL, NUMPY_DTYPES, blob_of, random_array, random_shape
 
 
 def close(dtype) -> dict:
@@ -262,3 +262,22 @@ def test_large_operations_release_the_gil():
     # With the GIL held during each call the ticker could not run inside it.
     # (one tick can slip in as the call starts; a released GIL gives one per ms)
     assert inside >= 3 * len(windows), (inside, windows[0][1] - windows[0][0])
+
+
+@pytest.mark.skipif(ON_GPU, reason="the GPU engine adds f32 partials (1e-5 relative)")
+@pytest.mark.parametrize("n", [1, 17, 100_003, 3_000_001])
+def test_reductions_within_the_documented_bound_of_fsum(n, rng):
+    """asum/sumsq add f64 values in 16 lanes per task of 65536 elements,
+    fold the lanes pairwise and add the task sums in order: the error is at
+    most (n/16 + n/65536 + 5) * 2**-53 of the sum of the absolute terms
+    (each term, the cast of an f32 to f64 and its square, is exact)."""
+    import math
+
+    a = (rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e4], size=n)).astype(np.float32)
+    b = bc.Blob.from_numpy(a)
+    x = a.astype(np.float64)
+    bound = (n / 16 + n / 65536 + 5) * 2.0**-53
+    exact_asum = math.fsum(np.abs(x))
+    exact_sumsq = math.fsum(x * x)
+    assert abs(b.asum() - exact_asum) <= bound * exact_asum
+    assert abs(b.sumsq() - exact_sumsq) <= bound * exact_sumsq
