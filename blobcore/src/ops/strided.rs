@@ -113,7 +113,10 @@ fn nest(axes: &[Axis], es: usize) -> Nest {
     let pos = (0..rest.len()).min_by_key(|&k| rest[k].ss);
     match pos {
         Some(p) if rest[p].ss < inner.ss => {
-            let edge = tile_edge(es);
+            // Square tiles of about 16 KiB a side; when the destination's
+            // rows are short (blocked layouts: 8 or 16 elements), one tile
+            // covers them and runs longer along the source's rows.
+            let edge = if inner.n <= 16 { (tile_edge(es) * tile_edge(es) / inner.n).next_multiple_of(16) } else { tile_edge(es) };
             let mut all = rest.to_vec();
             all.push(inner);
             let last = all.len() - 1;
@@ -168,8 +171,8 @@ pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8
     let per_body = match n.kind {
         Body::Run { n } => n,
         Body::Strided { inner } => inner.n,
-        Body::Tile { edge, .. } => edge * edge,
-        Body::Runs { n, edge, .. } => n * edge * edge,
+        Body::Tile { j, i, edge, .. } => i.n.min(edge) * j.n.min(edge),
+        Body::Runs { n, j, i, edge, .. } => n * i.n.min(edge) * j.n.min(edge),
     } * es;
     let total: usize = n.loops.iter().map(|a| a.n).product();
     let stream = total.saturating_mul(per_body) >= STREAM_BYTES;
@@ -228,10 +231,11 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                     let bytes = run_n * es;
                     for a in 0..ni {
                         for b in 0..nj {
-                            std::ptr::copy_nonoverlapping(
-                                (s + (a * i.ss + b * j.ss) * es) as *const u8,
+                            run(
                                 (d + (a * i.ds + b * j.ds) * es) as *mut u8,
+                                (s + (a * i.ss + b * j.ss) * es) as *const u8,
                                 bytes,
+                                stream,
                             );
                         }
                     }
@@ -267,7 +271,7 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
 #[inline]
 unsafe fn run(dst: *mut u8, src: *const u8, bytes: usize, stream: bool) {
     #[cfg(target_arch = "x86_64")]
-    if stream && bytes >= 256 && bytes % 32 == 0 && (dst as usize) % 32 == 0 && simd::has_avx() {
+    if stream && bytes >= 64 && bytes % 32 == 0 && (dst as usize) % 32 == 0 && simd::has_avx() {
         // SAFETY: forwarded; alignment and size checked above.
         unsafe { simd::stream_copy(dst, src, bytes) };
         return;
@@ -371,6 +375,26 @@ mod simd {
                     }
                 }
             }
+            // Columns past bj in groups of eight (blocked layouts such as
+            // nChw8c have rows of exactly eight).
+            let mut bj = bj;
+            if avx {
+                let bj8 = bj + (j.n - bj) / 8 * 8;
+                // Rows of exactly 32 bytes, side by side: whole lines are
+                // written by consecutive stores, so streaming works.
+                let nt = stream && di == 8 && (dst as usize) % 32 == 0;
+                for a in (0..ai).step_by(8) {
+                    for b in (bj..bj8).step_by(8) {
+                        let (d, s) = (dst.add(a * di + b), src.add(a + b * sj));
+                        if nt {
+                            t8x8::<true>(d, di, s, sj);
+                        } else {
+                            t8x8::<false>(d, di, s, sj);
+                        }
+                    }
+                }
+                bj = bj8;
+            }
             // Edges: the columns past bj for every row, the rows past ai.
             for a in 0..i.n {
                 let from = if a < ai { bj } else { 0 };
@@ -457,6 +481,26 @@ mod simd {
                 } else {
                     _mm256_storeu_ps(row, lo[r]);
                     _mm256_storeu_ps(row.add(8), hi[r]);
+                }
+            }
+        }
+    }
+
+    /// Eight source rows of eight to eight destination rows of eight
+    /// (streamed when `NT`, which needs `d` 32-byte aligned).
+    #[target_feature(enable = "avx")]
+    unsafe fn t8x8<const NT: bool>(d: *mut u32, ds: usize, s: *const u32, ss: usize) {
+        // SAFETY: the caller vouched for 8 elements of each of the 8 rows.
+        unsafe {
+            let mut r = [_mm256_setzero_ps(); 8];
+            for (k, v) in r.iter_mut().enumerate() {
+                *v = _mm256_loadu_ps(s.add(k * ss) as *const f32);
+            }
+            for (k, v) in t8(r).into_iter().enumerate() {
+                if NT {
+                    _mm256_stream_ps(d.add(k * ds) as *mut f32, v);
+                } else {
+                    _mm256_storeu_ps(d.add(k * ds) as *mut f32, v);
                 }
             }
         }
