@@ -17,7 +17,9 @@ impl Blob {
         self.with_write(|w| {
             dispatch!(self.dtype(), T => {
                 let v = T::from_f64(value);
-                par_chunks_mut(w.typed_mut::<T>(), |c| c.fill(v));
+                if !crate::ops::strided::fill_streamed(w.typed_mut::<T>(), v) {
+                    par_chunks_mut(w.typed_mut::<T>(), |c| c.fill(v));
+                }
             })
         })
     }

@@ -5,7 +5,7 @@
 use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
-use crate::ops::{gpu, par_copy, TASK_BYTES};
+use crate::ops::{gpu, par_copy, strided, TASK_BYTES};
 use crate::shape::BlobDim;
 use rayon::prelude::*;
 
@@ -52,14 +52,23 @@ impl Plan {
         if self.row == 0 || self.outer == 0 {
             return;
         }
+        // Large merges write with streaming stores (see ops::strided).
+        let stream = strided::streams(whole.len());
         let gather = |o0: usize, d: &mut [u8]| {
             for (r, drow) in d.chunks_exact_mut(self.row).enumerate() {
                 let o = o0 + r;
                 let mut at = 0;
                 for (p, &c) in parts.iter().zip(&self.chunks) {
-                    copy_chunk(&mut drow[at..at + c], &p[o * c..o * c + c]);
+                    if stream {
+                        strided::copy_piece(&mut drow[at..at + c], &p[o * c..o * c + c], true);
+                    } else {
+                        copy_chunk(&mut drow[at..at + c], &p[o * c..o * c + c]);
+                    }
                     at += c;
                 }
+            }
+            if stream {
+                strided::store_fence();
             }
         };
         if self.row * self.outer < PARALLEL_BYTES {
@@ -86,14 +95,22 @@ impl Plan {
         if self.row == 0 || self.outer == 0 {
             return;
         }
+        let stream = strided::streams(whole.len());
         let scatter = |o0: usize, n: usize, outs: &mut [&mut [u8]]| {
             for r in 0..n {
                 let o = o0 + r;
                 let mut at = o * self.row;
                 for (p, &c) in outs.iter_mut().zip(&self.chunks) {
-                    copy_chunk(&mut p[r * c..r * c + c], &whole[at..at + c]);
+                    if stream {
+                        strided::copy_piece(&mut p[r * c..r * c + c], &whole[at..at + c], true);
+                    } else {
+                        copy_chunk(&mut p[r * c..r * c + c], &whole[at..at + c]);
+                    }
                     at += c;
                 }
+            }
+            if stream {
+                strided::store_fence();
             }
         };
         if self.row * self.outer < PARALLEL_BYTES {

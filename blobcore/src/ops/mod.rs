@@ -39,6 +39,9 @@ pub(crate) fn dst_src(dst: &Region, src: &Region, op: &str) -> Result<(HostMut, 
 
 /// `dst.copy_from_slice(src)`, split across threads when large.
 pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
+    if strided::copy_streamed(dst, src) {
+        return;
+    }
     if dst.len() < PARALLEL_BYTES {
         dst.copy_from_slice(src);
     } else {

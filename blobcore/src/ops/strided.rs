@@ -8,7 +8,7 @@
 //!
 //! - when the innermost loop is contiguous on both sides, `memcpy` runs;
 //! - otherwise the destination's innermost loop and the source's
-//!   innermost loop form a 2-D transpose, done in tiles of about 16 KiB a
+//!   innermost loop form a 2-D transpose, done in tiles of about 32 KiB a
 //!   side (in L1/L2; with the huge pages storage asks for, few TLB
 //!   entries), each tile in 8x8 register transposes (AVX, detected at run
 //!   time) or 4x4 (SSE2, always on x86-64) for 4-byte elements, and in
@@ -53,17 +53,6 @@ pub(crate) fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
 /// Bytes of work per parallel task.
 const TASK_BYTES: usize = 256 << 10;
 
-/// Tile edge in elements for a 2-D transpose of `es`-byte elements: about
-/// 16 KiB per side, a multiple of 8.
-fn tile_edge(es: usize) -> usize {
-    match es {
-        1 => 128,
-        2 => 64,
-        4 => 64,
-        _ => 32,
-    }
-}
-
 /// The loop nest [`copy`] runs: outer loops, then (for a transpose) the
 /// blocks of the two tiled loops, then one tile or run per index.
 #[derive(Debug, Clone)]
@@ -81,11 +70,11 @@ enum Body {
     /// A run with strides (no loop is contiguous in the source).
     Strided { inner: Axis },
     /// A 2-D transpose tile: `j` is the destination's innermost loop, `i`
-    /// the source's; `tj`, `ti` their full counts, `edge` the tile edge.
-    Tile { j: Axis, i: Axis, edge: usize, blocks: usize },
+    /// the source's (full counts); `ei` by `ej` the tile's size.
+    Tile { j: Axis, i: Axis, ei: usize, ej: usize, blocks: usize },
     /// A tile of runs of `n` elements contiguous on both sides: the
     /// transpose of [`Body::Tile`] with a run as its element.
-    Runs { n: usize, j: Axis, i: Axis, edge: usize, blocks: usize },
+    Runs { n: usize, j: Axis, i: Axis, ei: usize, ej: usize, blocks: usize },
 }
 
 fn nest(axes: &[Axis], es: usize) -> Nest {
@@ -103,7 +92,7 @@ fn nest(axes: &[Axis], es: usize) -> Nest {
             let p = (0..rest.len()).min_by_key(|&k| rest[k].ss).unwrap_or(j);
             if p != j && rest[p].ss < rest[j].ss {
                 let edge = (RUN_TILE_BYTES / run_bytes).isqrt().clamp(4, 64);
-                return tiled(rest, p, rest[j], Body::Runs { n: inner.n, j: rest[j], i: rest[p], edge, blocks: 0 }, edge, j);
+                return tiled(rest, p, j, Body::Runs { n: inner.n, j: rest[j], i: rest[p], ei: edge, ej: edge, blocks: 0 });
             }
         }
         return Nest { loops: rest.to_vec(), kind: Body::Run { n: inner.n } };
@@ -116,11 +105,15 @@ fn nest(axes: &[Axis], es: usize) -> Nest {
             // Square tiles of about 16 KiB a side; when the destination's
             // rows are short (blocked layouts: 8 or 16 elements), one tile
             // covers them and runs longer along the source's rows.
-            let edge = if inner.n <= 16 { (tile_edge(es) * tile_edge(es) / inner.n).next_multiple_of(16) } else { tile_edge(es) };
+            // Tiles of TILE_BYTES: up to 64 along the destination's rows,
+            // the rest along the source's (whole source rows when the
+            // destination's rows are short, as in blocked layouts).
+            let ej = inner.n.min(64);
+            let ei = (TILE_BYTES / es / ej).next_multiple_of(16);
             let mut all = rest.to_vec();
             all.push(inner);
             let last = all.len() - 1;
-            tiled(&all, p, inner, Body::Tile { j: inner, i: rest[p], edge, blocks: 0 }, edge, last)
+            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], ei, ej, blocks: 0 })
         }
         _ => Nest { loops: rest.to_vec(), kind: Body::Strided { inner } },
     }
@@ -131,23 +124,29 @@ const SHORT_RUN: usize = 512;
 /// Bytes a tile of runs reads (and writes).
 const RUN_TILE_BYTES: usize = 32 << 10;
 
-/// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`
-/// (tiles of `edge` by `edge`): the other loops outside the tile blocks,
-/// except those that step within the tile's rows on both sides (strides
-/// below the rows' strides), which run inside them so that every row is
-/// walked from start to end.
-fn tiled(axes: &[Axis], p: usize, j: Axis, body: Body, edge: usize, q: usize) -> Nest {
-    let i = axes[p];
+/// Bytes per transpose tile and side (L1/L2 sized).
+const TILE_BYTES: usize = 32 << 10;
+
+/// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`:
+/// the other loops outside the tile blocks, except those that step within
+/// the tile's rows on both sides (strides below the rows' strides), which
+/// run inside them so that every row is walked from start to end.
+fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
+    let (i, j) = (axes[p], axes[q]);
+    let (ei, ej) = match body {
+        Body::Tile { ei, ej, .. } | Body::Runs { ei, ej, .. } => (ei, ej),
+        _ => (1, 1),
+    };
     let others = axes.iter().enumerate().filter(|&(k, _)| k != p && k != q).map(|(_, a)| *a);
     let inside = |a: &Axis| a.ss < j.ss && a.ds < i.ds;
     let mut loops: Vec<Axis> = others.clone().filter(|a| !inside(a)).collect();
     let blocks = loops.len();
-    loops.push(Axis { n: i.n.div_ceil(edge), ds: i.ds * edge, ss: i.ss * edge });
-    loops.push(Axis { n: j.n.div_ceil(edge), ds: j.ds * edge, ss: j.ss * edge });
+    loops.push(Axis { n: i.n.div_ceil(ei), ds: i.ds * ei, ss: i.ss * ei });
+    loops.push(Axis { n: j.n.div_ceil(ej), ds: j.ds * ej, ss: j.ss * ej });
     loops.extend(others.filter(|a| inside(a)));
     let kind = match body {
-        Body::Tile { j, i, edge, .. } => Body::Tile { j, i, edge, blocks },
-        Body::Runs { n, j, i, edge, .. } => Body::Runs { n, j, i, edge, blocks },
+        Body::Tile { j, i, ei, ej, .. } => Body::Tile { j, i, ei, ej, blocks },
+        Body::Runs { n, j, i, ei, ej, .. } => Body::Runs { n, j, i, ei, ej, blocks },
         other => other,
     };
     Nest { loops, kind }
@@ -171,8 +170,8 @@ pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8
     let per_body = match n.kind {
         Body::Run { n } => n,
         Body::Strided { inner } => inner.n,
-        Body::Tile { j, i, edge, .. } => i.n.min(edge) * j.n.min(edge),
-        Body::Runs { n, j, i, edge, .. } => n * i.n.min(edge) * j.n.min(edge),
+        Body::Tile { j, i, ei, ej, .. } => i.n.min(ei) * j.n.min(ej),
+        Body::Runs { n, j, i, ei, ej, .. } => n * i.n.min(ei) * j.n.min(ej),
     } * es;
     let total: usize = n.loops.iter().map(|a| a.n).product();
     let stream = total.saturating_mul(per_body) >= STREAM_BYTES;
@@ -217,17 +216,17 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
             match n.kind {
                 Body::Run { n } => run(d as *mut u8, s as *const u8, n * es, stream),
                 Body::Strided { inner } => strided_run(es, inner, d, s),
-                Body::Tile { j, i, edge, blocks } => {
+                Body::Tile { j, i, ei, ej, blocks } => {
                     // Which tile: the block loops are at `blocks`, `blocks + 1`.
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
-                    let ni = (i.n - bi * edge).min(edge);
-                    let nj = (j.n - bj * edge).min(edge);
+                    let ni = (i.n - bi * ei).min(ei);
+                    let nj = (j.n - bj * ej).min(ej);
                     tile(es, Axis { n: nj, ..j }, Axis { n: ni, ..i }, d, s, stream);
                 }
-                Body::Runs { n: run_n, j, i, edge, blocks } => {
+                Body::Runs { n: run_n, j, i, ei, ej, blocks } => {
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
-                    let ni = (i.n - bi * edge).min(edge);
-                    let nj = (j.n - bj * edge).min(edge);
+                    let ni = (i.n - bi * ei).min(ei);
+                    let nj = (j.n - bj * ej).min(ej);
                     let bytes = run_n * es;
                     for a in 0..ni {
                         for b in 0..nj {
@@ -261,6 +260,84 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
     if stream {
         simd::fence();
     }
+}
+
+/// Fills `data` with `v` using non-temporal stores when it is at least
+/// [`STREAM_BYTES`] and the CPU has AVX (a fill that large would not stay
+/// in cache, and streaming skips the read for ownership). False when it
+/// did nothing (the caller fills normally).
+pub(crate) fn fill_streamed<T: Copy + Send + Sync>(data: &mut [T], v: T) -> bool {
+    let es = std::mem::size_of::<T>();
+    #[cfg(target_arch = "x86_64")]
+    if std::mem::size_of_val(data) >= STREAM_BYTES && es > 0 && 32 % es == 0 && simd::has_avx() {
+        data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(|c| {
+            // Head until 32-byte alignment, streamed body, tail.
+            let head = c.as_ptr().align_offset(32).min(c.len());
+            let (h, rest) = c.split_at_mut(head);
+            h.fill(v);
+            let body = rest.len() / (32 / es) * (32 / es);
+            let (b, t) = rest.split_at_mut(body);
+            t.fill(v);
+            let pattern = [v; 32];
+            // SAFETY: AVX is present; `b` is 32-byte aligned, a whole number
+            // of 32-byte pieces, and `pattern` holds at least 32 bytes of
+            // `v` repeated (the element size divides 32).
+            unsafe { simd::stream_fill(b.as_mut_ptr() as *mut u8, std::mem::size_of_val(b), pattern.as_ptr() as *const u8) };
+        });
+        return true;
+    }
+    let _ = (data, v, es);
+    false
+}
+
+/// Copies `src` to `dst` (equal lengths) with non-temporal stores when at
+/// least [`STREAM_BYTES`] and the CPU has AVX, on all cores. False when it
+/// did nothing (the caller copies normally).
+pub(crate) fn copy_streamed(dst: &mut [u8], src: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if dst.len() >= STREAM_BYTES && dst.len() == src.len() && simd::has_avx() {
+        let head = dst.as_ptr().align_offset(32).min(dst.len());
+        let (dh, db) = dst.split_at_mut(head);
+        let (sh, sb) = src.split_at(head);
+        dh.copy_from_slice(sh);
+        db.par_chunks_mut(TASK_BYTES).zip(sb.par_chunks(TASK_BYTES)).for_each(|(d, s)| {
+            let body = d.len() / 32 * 32;
+            let (d0, d1) = d.split_at_mut(body);
+            let (s0, s1) = s.split_at(body);
+            d1.copy_from_slice(s1);
+            if body > 0 {
+                // SAFETY: AVX present; d0 starts 32-byte aligned (chunks of
+                // TASK_BYTES from an aligned start) and holds `body` bytes,
+                // a multiple of 32, as does s0; they do not overlap.
+                unsafe { simd::stream_copy(d0.as_mut_ptr(), s0.as_ptr(), body) };
+            }
+            simd::fence();
+        });
+        return true;
+    }
+    let _ = (dst, src);
+    false
+}
+
+/// True when a copy or fill writing `bytes` should stream its stores.
+pub(crate) fn streams(bytes: usize) -> bool {
+    bytes >= STREAM_BYTES
+}
+
+/// `dst.copy_from_slice(src)`, with non-temporal stores when `stream` and
+/// the piece allows (AVX, 32-byte aligned, a multiple of 32 bytes, at
+/// least 64); a task that streamed ends with [`store_fence`].
+pub(crate) fn copy_piece(dst: &mut [u8], src: &[u8], stream: bool) {
+    let n = dst.len().min(src.len());
+    // SAFETY: both slices hold n bytes and cannot overlap (one is borrowed
+    // mutably).
+    unsafe { run(dst.as_mut_ptr(), src.as_ptr(), n, stream) }
+}
+
+/// Orders the non-temporal stores made so far before what follows.
+pub(crate) fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    simd::fence();
 }
 
 /// One contiguous run of `bytes`: streamed (whole aligned 32-byte pieces,
@@ -418,6 +495,23 @@ mod simd {
                 let v = _mm256_loadu_ps(src.add(k) as *const f32);
                 _mm256_stream_ps(dst.add(k) as *mut f32, v);
             }
+        }
+    }
+
+    /// Writes the 32 bytes at `pattern` over `bytes` (a multiple of 32) at
+    /// a 32-byte aligned `dst` with non-temporal stores, then fences.
+    ///
+    /// # Safety
+    /// AVX present; `bytes` writable at `dst`; 32 readable at `pattern`.
+    #[target_feature(enable = "avx")]
+    pub(super) unsafe fn stream_fill(dst: *mut u8, bytes: usize, pattern: *const u8) {
+        // SAFETY: forwarded from the contract.
+        unsafe {
+            let v = _mm256_loadu_ps(pattern as *const f32);
+            for k in (0..bytes).step_by(32) {
+                _mm256_stream_ps(dst.add(k) as *mut f32, v);
+            }
+            _mm_sfence();
         }
     }
 
@@ -580,6 +674,19 @@ mod tests {
                 assert_eq!(got, want, "perm {p:?}");
             }
         }
+    }
+
+    #[test]
+    fn streamed_fills_cover_exactly_the_slice() {
+        // 40 MiB of u16 (above STREAM_BYTES), starting off 32-byte alignment.
+        let mut v = vec![0u16; (40 << 20) / 2 + 7];
+        let n = v.len();
+        let done = fill_streamed(&mut v[3..n - 2], 0xabcd);
+        assert!(v[3..n - 2].iter().all(|&x| x == 0xabcd));
+        assert_eq!((v[..3].to_vec(), v[n - 2..].to_vec()), (vec![0; 3], vec![0; 2]));
+        // Small slices are left to the caller.
+        assert!(!fill_streamed(&mut v[..100], 1u16));
+        let _ = done;
     }
 
     #[test]
