@@ -71,6 +71,10 @@ def main() -> None:
     ac = a.copy()
     row("add 128 MiB (a += c)", best(lambda: b.add(c), 1, reps), best(lambda: np.add(a, ac, out=a), 1, reps))
 
+    del a, b, c, ac, bh, bl, halves, lh, lhc
+    for mib in ([128, 1024] if not QUICK else [16]):
+        layouts(mib)
+
     # Issue 14: indexing and pickle protocol 5 (256 MiB), against the ndarray.
     big = np.ones((8192, (256 if not QUICK else 16) * MIB // 4 // 8192), np.float32)
     bb = bc.Blob.from_numpy(big)
@@ -87,6 +91,29 @@ def main() -> None:
     row("np.asarray of an indexed view", best(lambda: np.asarray(view), 2000),
         best(lambda: np.asarray(big[::2, 1:]), 2000), "us")
     scale_out(bb, big)
+
+
+def layouts(mib: int) -> None:
+    """Issue 15: transposes, permutes and NCHW -> NHWC into preallocated
+    outputs (no page faults on either side), blob vs NumPy's copyto of a
+    transposed view, at a size in cache (128 MiB) and one that is not."""
+    s = max(1, mib // 128)
+    dims = (64, 128, 256, 16 * s) if mib >= 128 else (64, 128, 256, 2)
+    a = np.random.default_rng(1).standard_normal(dims, dtype=np.float32)
+    b = bc.Blob.from_numpy(a)
+    perms = [(1, 0, 2, 3), (0, 2, 1, 3), (0, 1, 3, 2), (3, 1, 2, 0), (0, 3, 2, 1), (2, 0, 3, 1)]
+    for p in perms:
+        shape = [dims[k] for k in p]
+        out_b = bc.Blob.tensor(shape)
+        out_b.fill(0.0)
+        out_a = np.zeros(shape, np.float32)
+        row(f"permute{p} {mib} MiB", best(lambda: out_b.permute_from(b, list(p)), 1, 3),
+            best(lambda: np.copyto(out_a, a.transpose(p)), 1, 3))
+    np.testing.assert_array_equal(np.asarray(out_b), out_a)
+    ones = bc.Blob.from_numpy(a.reshape(-1))
+    av = a.reshape(-1)
+    row(f"fill {mib} MiB", best(lambda: ones.fill(1.5), 1, 3), best(lambda: av.fill(1.5), 1, 3))
+    row(f"asum {mib} MiB (np.abs(a).sum())", best(ones.asum, 1, 3), best(lambda: np.abs(av).sum(), 1, 3))
 
 
 def total(x) -> float:
