@@ -7,8 +7,10 @@ DESTDIR ?=
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 CBINDGEN_VERSION := 0.29.4
 CBINDGEN := $(CURDIR)/.tools/bin/cbindgen
-# Honours CARGO_TARGET_DIR as cargo does.
-LIBDIR := $(or $(CARGO_TARGET_DIR),target)/release
+# Honours CARGO_TARGET_DIR as cargo does (a make variable here unless the
+# environment sets it, so cargo's own default is unchanged).
+CARGO_TARGET_DIR ?= target
+LIBDIR := $(CARGO_TARGET_DIR)/release
 STAGE := $(CURDIR)/build/stage
 CBUILD := $(CURDIR)/build/c
 VALGRIND ?= valgrind
