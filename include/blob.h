@@ -209,8 +209,9 @@ extern "C" {
 // success. Valid until the next blob call on this thread.
 const char *blob_last_error(void);
 
-// The name of a status code (`"BLOB_OK"`, `"BLOB_LIFO"`, ...;
-// `"BLOB_UNKNOWN"` for anything else). A static string.
+// The name of the macro for a status code (`"BLOB_OK"`,
+// `"BLOB_ERR_LIFO"`, ...; `"BLOB_UNKNOWN"` for anything else). A static
+// string.
 const char *blob_status_str(int32_t status);
 
 // The library version ("MAJOR.MINOR.PATCH"). A static string.

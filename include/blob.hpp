@@ -139,7 +139,7 @@ public:
         check(blob_data_size(h_, &n));
         return n;
     }
-    Blob window(int64_t size) const {
+    Blob window(int64_t size = 1) const {
         ::Blob *w = nullptr;
         check(blob_create_window(h_, size, &w));
         return Blob(w);

@@ -64,12 +64,19 @@ impl BlobDim {
 
 /// The dimensions of a blob. Invariants (checked by every constructor):
 /// rank <= 32, and the element count fits in `i64`.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Shape {
     /// Inline up to eight dims (NeoML's seven named dims fit), so cloning
     /// a shape does not allocate.
     dims: SmallVec<[usize; 8]>,
     count: usize,
+}
+
+/// The scalar shape: rank 0, one element (what `Shape::new(&[])` gives).
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape { dims: SmallVec::new(), count: 1 }
+    }
 }
 
 impl fmt::Debug for Shape {
@@ -293,6 +300,12 @@ impl Shape {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_default_shape_is_the_scalar_shape() {
+        assert_eq!(Shape::default(), Shape::new(&[]).unwrap());
+        assert_eq!(Shape::default().count(), 1);
+    }
+
     use super::*;
 
     #[test]

@@ -11,6 +11,12 @@ use crate::shape::Shape;
 use std::sync::Arc;
 
 impl Blob {
+    /// NeoML `CreateWindowBlob(parent, 1)`: [`Blob::window`] with NeoML's
+    /// default size of one entry.
+    pub fn window1(&self) -> Result<Blob> {
+        self.window(1)
+    }
+
     /// NeoML `CreateWindowBlob`: a view of `size` consecutive entries of
     /// axis 0 (BatchLength), starting at position 0. Its other dims are the
     /// parent's.
@@ -197,5 +203,18 @@ impl Blob {
             .checked_add(shift)
             .ok_or_else(|| err!(OutOfRange, "window position {pos} + {shift} overflows"))?;
         self.set_parent_pos(new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Blob, DType, Engine};
+
+    #[test]
+    fn window1_is_neomls_default_window_of_one() {
+        let b = Blob::tensor(&Engine::cpu(), DType::F32, &[3, 2]).unwrap();
+        let w = b.window1().unwrap();
+        assert_eq!(w.dims(), [1, 2]);
+        assert!(w.shares_memory(&b));
     }
 }

@@ -170,8 +170,9 @@ pub extern "C" fn blob_last_error() -> *const std::ffi::c_char {
     status::last_error_ptr()
 }
 
-/// The name of a status code (`"BLOB_OK"`, `"BLOB_LIFO"`, ...;
-/// `"BLOB_UNKNOWN"` for anything else). A static string.
+/// The name of the macro for a status code (`"BLOB_OK"`,
+/// `"BLOB_ERR_LIFO"`, ...; `"BLOB_UNKNOWN"` for anything else). A static
+/// string.
 #[no_mangle]
 pub extern "C" fn blob_status_str(status: i32) -> *const std::ffi::c_char {
     status::status_name(status)

@@ -28,7 +28,17 @@ pub fn status_name(code: i32) -> *const c_char {
     static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
     let names = NAMES.get_or_init(|| {
         // Codes 0..=LAST_CODE, then the name of an unknown code.
-        (0..=LAST_CODE + 1).map(|c| CString::new(format!("BLOB_{}", Error::code_name(c))).unwrap_or_default()).collect()
+        // The names of the macros in blob.h: BLOB_OK, BLOB_ERR_*.
+        (0..=LAST_CODE + 1)
+            .map(|c| {
+                let name = match c {
+                    0 => "BLOB_OK".to_string(),
+                    c if c <= LAST_CODE => format!("BLOB_ERR_{}", Error::code_name(c)),
+                    _ => "BLOB_UNKNOWN".to_string(),
+                };
+                CString::new(name).unwrap_or_default()
+            })
+            .collect()
     });
     let i = if (0..=LAST_CODE).contains(&code) { code as usize } else { LAST_CODE as usize + 1 };
     names[i].as_ptr()

@@ -447,8 +447,10 @@ impl PyBlob {
 
     // ------------------------------------------------------------------- views
 
-    /// A window of ``size`` rows along axis 0 at parent position 0 (NeoML
-    /// ``CreateWindowBlob``): shares memory and keeps it alive.
+    /// A window of ``size`` rows (default 1, as NeoML) along axis 0 at
+    /// parent position 0 (NeoML ``CreateWindowBlob``): shares memory and
+    /// keeps it alive.
+    #[pyo3(signature = (size = 1))]
     fn window(&self, size: i64) -> PyResult<Self> {
         Ok(Self::new(core(self.b.window(uidx(size, "window size")?))?))
     }

@@ -148,6 +148,8 @@ def test_windows_and_slices_are_numpy_slices(rng, dtype):
         assert w.parent_pos == pos
         np.testing.assert_array_equal(np.asarray(w), a[pos : pos + 2])
     w.set_parent_pos(0)
+    one = b.window()  # NeoML's default size: one entry
+    np.testing.assert_array_equal(np.asarray(one), a[0:1])
     w.shift_parent_pos(3)
     np.testing.assert_array_equal(np.asarray(w), a[3:5])
     for i in range(6):

@@ -171,9 +171,12 @@ int main(void) {
     TRUE_(asum(a) == 6.0);
     EXPECT(blob_copy_to_host(a, buf, sizeof buf), BLOB_OK);
     TRUE_(buf[0] == 1.0f && buf[5] == 1.0f);
-    TRUE_(strcmp(blob_status_str(BLOB_ERR_LIFO), "BLOB_LIFO") == 0);
+    TRUE_(strcmp(blob_status_str(BLOB_OK), "BLOB_OK") == 0);
+    TRUE_(strcmp(blob_status_str(BLOB_ERR_LIFO), "BLOB_ERR_LIFO") == 0);
+    TRUE_(strcmp(blob_status_str(BLOB_ERR_NULL_POINTER), "BLOB_ERR_NULL_POINTER") == 0);
     TRUE_(strcmp(blob_status_str(999), "BLOB_UNKNOWN") == 0);
-    TRUE_(strcmp(blob_status_str(BLOB_ERR_READ_ONLY), "BLOB_READ_ONLY") == 0);
+    TRUE_(strcmp(blob_status_str(BLOB_ERR_READ_ONLY), "BLOB_ERR_READ_ONLY") == 0);
+    TRUE_(strcmp(blob_status_str(-1), "BLOB_UNKNOWN") == 0);
     TRUE_(strcmp(blob_status_str(16), "BLOB_UNKNOWN") == 0);
 
     blob_free(w);
