@@ -147,6 +147,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "", |f| f.a.to_vec::<i32>();
         DTYPE, "", |f| f.b.to_vec::<f64>();
         DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);
+        SHAPE, "flat sequence of 6", |f| f.a.check_source_dims(&[3, 2]);
+        SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
+        SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
         // NumPy indexing, casts and read-only blobs.
         OUT_OF_RANGE, "out of bounds for axis 0", |f| f.a.index(&[Index::At(2)]);

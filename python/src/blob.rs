@@ -553,8 +553,11 @@ impl PyBlob {
         run(py, b.is_small(), move || b.permute_from(&s, &axes))
     }
 
-    /// Copies a blob (same dims and dtype) or an array-like (same number
-    /// of elements; NumPy converts it to this blob's dtype) into this blob.
+    /// Copies a blob (same dims and dtype) or an array-like into this blob:
+    /// the array-like must have the blob's dims, or be a flat sequence of
+    /// its element count (NeoML ``CopyFrom``); NumPy converts it to this
+    /// blob's dtype. Other shapes are a ShapeError (broadcasting:
+    /// ``b[...] = value``).
     fn copy_from(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<()> {
         if let Ok(s) = src.cast::<PyBlob>() {
             let (b, s) = (self.b.clone(), s.get().b.clone());
@@ -566,10 +569,7 @@ impl PyBlob {
         kwargs.set_item("order", "C")?;
         let arr = np.getattr("asarray")?.call((src,), Some(&kwargs))?;
         let buf = Foreign::get(&arr, false)?;
-        let n: usize = buf.shape().iter().product();
-        if n != self.b.count() {
-            return Err(raise("ShapeError", format!("copy_from: {n} elements given for a blob of {}", self.b.count())));
-        }
+        core(self.b.check_source_dims(&buf.shape()))?;
         let b = self.b.clone();
         let bytes = buf.bytes();
         run(py, b.is_small(), || b.copy_from_bytes(bytes))

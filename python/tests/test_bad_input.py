@@ -104,7 +104,10 @@ ROWS = [
     # copies and arithmetic
     (lambda f: f.a.copy_from(f.b), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from(f.c), bc.ShapeError, "dims differ"),
-    (lambda f: f.a.copy_from(np.zeros(5)), bc.ShapeError, "5 elements"),
+    (lambda f: f.a.copy_from(np.zeros(5)), bc.ShapeError, "flat sequence of 6"),
+    (lambda f: f.a.copy_from([[1, 2], [3, 4], [5, 6]]), bc.ShapeError, "dims [3, 2]"),
+    (lambda f: f.a.copy_from(np.zeros((1, 6))), bc.ShapeError, "the blob has [2, 3]"),
+    (lambda f: f.a.copy_from(1.0), bc.ShapeError, "dims []"),
     (lambda f: f.a.copy_from("text"), Exception, ""),
     (lambda f: f.a.add(f.b), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.add(f.c), bc.ShapeError, "dims differ"),

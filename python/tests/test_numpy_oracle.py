@@ -204,6 +204,16 @@ def test_copy_clone_copy_from(rng):
     np.testing.assert_array_equal(np.asarray(z), a)
     z.copy_from([[1, 2, 3, 4]] * 3)  # array-like, converted by NumPy
     np.testing.assert_array_equal(np.asarray(z), np.array([[1, 2, 3, 4]] * 3, np.float32))
+    z.copy_from(range(12))  # flat, the blob's element count: NeoML's CopyFrom
+    np.testing.assert_array_equal(np.asarray(z), np.arange(12, dtype=np.float32).reshape(3, 4))
+    before = np.asarray(z).copy()
+    with pytest.raises(bc.ShapeError):
+        z.copy_from(np.zeros((4, 3)))  # same count, other shape: refused
+    with pytest.raises(bc.ShapeError):
+        z.copy_from(np.zeros((1, 4)))  # NumPy would broadcast; b[...] = x does
+    np.testing.assert_array_equal(np.asarray(z), before)
+    z[...] = np.ones((1, 4))
+    assert np.asarray(z).sum() == 12
 
 
 def test_diff_and_update():

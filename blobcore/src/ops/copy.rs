@@ -121,6 +121,24 @@ impl Blob {
         Ok(())
     }
 
+    /// Whether data of `dims` may be copied into this blob element for
+    /// element: the same dims, or a flat sequence of exactly this blob's
+    /// element count (NeoML's `CopyFrom(const T*)`). Anything else is a
+    /// `Shape` error, even with the same element count (a [3, 2] array
+    /// is not a [2, 3] blob); NumPy-style broadcasting is `b[...] = value`.
+    pub fn check_source_dims(&self, dims: &[usize]) -> Result<()> {
+        let own = self.dims();
+        let count = self.count();
+        let flat = dims.len() == 1 && dims[0] == count;
+        if dims == own.as_slice() || flat {
+            return Ok(());
+        }
+        Err(err!(
+            Shape,
+            "copy_from: the source has dims {dims:?} but the blob has {own:?}; give the same dims or a flat sequence of {count} elements"
+        ))
+    }
+
     /// Copies raw bytes (native endianness) into the blob; the length must
     /// equal the blob's byte size exactly.
     pub fn copy_from_bytes(&self, src: &[u8]) -> Result<()> {
@@ -247,5 +265,22 @@ impl Blob {
             w.array_mut().assign(&array.view().into_dyn());
         }
         Ok(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Blob, DType, Engine};
+
+    #[test]
+    fn copy_sources_have_the_blobs_dims_or_are_flat() {
+        let b = Blob::tensor(&Engine::cpu(), DType::F32, &[2, 3]).unwrap();
+        assert!(b.check_source_dims(&[2, 3]).is_ok());
+        assert!(b.check_source_dims(&[6]).is_ok());
+        for bad in [&[3, 2][..], &[1, 6], &[6, 1], &[5], &[]] {
+            assert_eq!(b.check_source_dims(bad).unwrap_err().code(), 4, "{bad:?}");
+        }
+        let s = Blob::tensor(&Engine::cpu(), DType::F32, &[]).unwrap();
+        assert!(s.check_source_dims(&[]).is_ok() && s.check_source_dims(&[1]).is_ok());
     }
 }
