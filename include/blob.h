@@ -339,6 +339,22 @@ int32_t blob_copy_to_host(const struct Blob *b, void *dst, size_t byte_len);
 // NeoML `CopyFrom`: same dims and dtype.
 int32_t blob_copy_from(struct Blob *dst, const struct Blob *src);
 
+// Caffe `CopyFrom(source, copy_diff, reshape)`: copies `src`'s data (or,
+// with `copy_diff`, its diff into `dst`'s diff); when the dims differ,
+// `reshape` reshapes `dst` like `src` first, else `BLOB_ERR_SHAPE`.
+int32_t blob_copy_from_caffe(struct Blob *dst,
+                             const struct Blob *src,
+                             bool copy_diff,
+                             bool reshape);
+
+// Caffe `ShareData`: `b` uses `other`'s data memory from now on (counts
+// and dtypes must match; `BLOB_ERR_BUSY` while something shares `b`'s
+// current memory).
+int32_t blob_share_data(struct Blob *b, const struct Blob *other);
+
+// Caffe `ShareDiff`: `b`'s diff uses `other`'s diff memory from now on.
+int32_t blob_share_diff(struct Blob *b, const struct Blob *other);
+
 // NeoML `TransposeFrom`: `dst` = `src` with axes d1 and d2 swapped (numpy.swapaxes).
 int32_t blob_transpose_from(struct Blob *dst, const struct Blob *src, int32_t d1, int32_t d2);
 
@@ -580,6 +596,19 @@ int32_t blob_has_equal_dims(const struct Blob *a, const struct Blob *b, bool *ou
 
 // Caffe `count(start, end)`: product of dims in [start, end).
 int32_t blob_count_range(const struct Blob *b, int32_t start, int32_t end, int64_t *out);
+
+// Caffe `count(start)`: the product of dims from `start` to the end.
+int32_t blob_count_from(const struct Blob *b, int32_t start, int64_t *out);
+
+// Caffe's capacity: elements the memory holds without reallocating (a
+// shrinking `blob_reshape` keeps it).
+int32_t blob_capacity(const struct Blob *b, int64_t *out);
+
+// Caffe `shape_string()` (`"64 3 28 28 (150528)"`) into `buf`, NUL
+// terminated; `*len` receives its length without the NUL. With `buf`
+// NULL and `cap` 0 only `*len` is written (a size query); a `cap` below
+// `*len + 1` is `BLOB_ERR_INVALID_ARGUMENT` and writes nothing.
+int32_t blob_shape_string(const struct Blob *b, char *buf, size_t cap, size_t *len);
 
 // Caffe `CanonicalAxisIndex`.
 int32_t blob_canonical_axis(const struct Blob *b, int32_t axis, int32_t *out);

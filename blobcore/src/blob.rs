@@ -628,6 +628,27 @@ impl Blob {
         self.state().shape.count_range(start, end)
     }
 
+    /// Caffe `count(start_axis)`: the product of dims from `start` to the
+    /// end (1 when `start` is the rank).
+    pub fn count_from(&self, start: usize) -> Result<usize> {
+        let st = self.state();
+        st.shape.count_range(start, st.shape.rank())
+    }
+
+    /// Caffe `shape_string()`: the dims separated by spaces, then the
+    /// element count in parentheses (`"64 3 28 28 (150528)"`; `"(1)"` for
+    /// a scalar).
+    pub fn shape_string(&self) -> String {
+        let st = self.state();
+        let mut out = String::new();
+        for d in st.shape.dims() {
+            out.push_str(&d.to_string());
+            out.push(' ');
+        }
+        out.push_str(&format!("({})", st.shape.count()));
+        out
+    }
+
     /// Caffe `CanonicalAxisIndex`.
     pub fn canonical_axis(&self, axis: isize) -> Result<usize> {
         self.state().shape.canonical_axis(axis)

@@ -147,6 +147,7 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "", |f| f.a.to_vec::<i32>();
         DTYPE, "", |f| f.b.to_vec::<f64>();
         DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);
+        OUT_OF_RANGE, "", |f| f.a.count_from(3);
         SHAPE, "flat sequence of 6", |f| f.a.check_source_dims(&[3, 2]);
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);

@@ -5,7 +5,7 @@
 mod common;
 
 use blobcore::io::caffe::BlobProto;
-use blobcore::{Blob, DType, Error};
+use blobcore::{Blob, DType, Engine, Error};
 use std::path::PathBuf;
 
 fn data(name: &str) -> PathBuf {
@@ -151,4 +151,22 @@ fn from_proto_into_an_existing_blob() {
     let c = Blob::tensor(&e, DType::F32, &[3, 32, 32]).unwrap();
     c.copy_from_caffe_bytes(&bytes, false).unwrap();
     assert_eq!(c.to_vec::<f32>().unwrap(), f);
+}
+
+#[test]
+fn caffe_shape_string_count_and_capacity_as_caffe_prints_them() {
+    // Caffe's Blob::shape_string() for the MNIST data blob of its docs.
+    let e = Engine::cpu();
+    let b = Blob::tensor(&e, DType::F32, &[64, 3, 28, 28]).unwrap();
+    assert_eq!(b.shape_string(), "64 3 28 28 (150528)");
+    assert_eq!(Blob::tensor(&e, DType::F32, &[]).unwrap().shape_string(), "(1)");
+    assert_eq!(Blob::tensor(&e, DType::F32, &[5, 0]).unwrap().shape_string(), "5 0 (0)");
+    // count(start) = count(start, num_axes()).
+    assert_eq!(b.count_from(0).unwrap(), 150528);
+    assert_eq!(b.count_from(1).unwrap(), 3 * 28 * 28);
+    assert_eq!(b.count_from(4).unwrap(), 1);
+    assert_eq!(b.count_from(5).unwrap_err().code(), 6);
+    // Caffe's capacity survives a shrinking reshape.
+    b.reshape(&[2, 3]).unwrap();
+    assert_eq!((b.count(), b.capacity()), (6, 150528));
 }

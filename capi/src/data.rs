@@ -74,6 +74,28 @@ pub extern "C" fn blob_copy_from(dst: *mut Blob, src: *const Blob) -> i32 {
     ffi!({ handles::blob(dst, "dst")?.copy_from(&handles::blob(src, "src")?) })
 }
 
+/// Caffe `CopyFrom(source, copy_diff, reshape)`: copies `src`'s data (or,
+/// with `copy_diff`, its diff into `dst`'s diff); when the dims differ,
+/// `reshape` reshapes `dst` like `src` first, else `BLOB_ERR_SHAPE`.
+#[no_mangle]
+pub extern "C" fn blob_copy_from_caffe(dst: *mut Blob, src: *const Blob, copy_diff: bool, reshape: bool) -> i32 {
+    ffi!({ handles::blob(dst, "dst")?.copy_from_caffe(&handles::blob(src, "src")?, copy_diff, reshape) })
+}
+
+/// Caffe `ShareData`: `b` uses `other`'s data memory from now on (counts
+/// and dtypes must match; `BLOB_ERR_BUSY` while something shares `b`'s
+/// current memory).
+#[no_mangle]
+pub extern "C" fn blob_share_data(b: *mut Blob, other: *const Blob) -> i32 {
+    ffi!({ handles::blob(b, "blob")?.share_data(&handles::blob(other, "other")?) })
+}
+
+/// Caffe `ShareDiff`: `b`'s diff uses `other`'s diff memory from now on.
+#[no_mangle]
+pub extern "C" fn blob_share_diff(b: *mut Blob, other: *const Blob) -> i32 {
+    ffi!({ handles::blob(b, "blob")?.share_diff(&handles::blob(other, "other")?) })
+}
+
 /// NeoML `TransposeFrom`: `dst` = `src` with axes d1 and d2 swapped (numpy.swapaxes).
 #[no_mangle]
 pub extern "C" fn blob_transpose_from(dst: *mut Blob, src: *const Blob, d1: i32, d2: i32) -> i32 {

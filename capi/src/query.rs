@@ -1,7 +1,7 @@
 //! Size queries.
 
 use crate::handles::{self, Blob};
-use crate::status::{ffi, index, indices, out, put};
+use crate::status::{array_mut, ffi, index, indices, out, put};
 use blobcore::{BlobDim, Error, MAX_RANK};
 
 fn query<T>(b: *const Blob, o: *mut T, f: impl FnOnce(&blobcore::Blob) -> Result<T, Error>) -> i32 {
@@ -114,6 +114,44 @@ pub extern "C" fn blob_count_range(b: *const Blob, start: i32, end: i32, out: *m
         let s = index(start as i64, "start axis")?;
         let e = index(end as i64, "end axis")?;
         Ok(i64_of(b.count_range(s, e)?))
+    })
+}
+
+/// Caffe `count(start)`: the product of dims from `start` to the end.
+#[no_mangle]
+pub extern "C" fn blob_count_from(b: *const Blob, start: i32, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.count_from(index(start as i64, "start axis")?)?)))
+}
+
+/// Caffe's capacity: elements the memory holds without reallocating (a
+/// shrinking `blob_reshape` keeps it).
+#[no_mangle]
+pub extern "C" fn blob_capacity(b: *const Blob, out: *mut i64) -> i32 {
+    query(b, out, |b| Ok(i64_of(b.capacity())))
+}
+
+/// Caffe `shape_string()` (`"64 3 28 28 (150528)"`) into `buf`, NUL
+/// terminated; `*len` receives its length without the NUL. With `buf`
+/// NULL and `cap` 0 only `*len` is written (a size query); a `cap` below
+/// `*len + 1` is `BLOB_ERR_INVALID_ARGUMENT` and writes nothing.
+#[no_mangle]
+pub extern "C" fn blob_shape_string(b: *const Blob, buf: *mut std::ffi::c_char, cap: usize, len: *mut usize) -> i32 {
+    ffi!({
+        let len = out(len, "len")?;
+        let text = handles::peek_blob(b, "blob", |b| Ok(b.shape_string()))?;
+        let n = text.len();
+        if buf.is_null() && cap == 0 {
+            put(len, n);
+            return Ok(());
+        }
+        let room = array_mut(buf.cast::<u8>(), cap, usize::MAX >> 1, "buf")?;
+        if room.len() <= n {
+            return Err(Error::InvalidArgument(format!("buf has {cap} bytes; the shape string needs {}", n + 1)));
+        }
+        room[..n].copy_from_slice(text.as_bytes());
+        room[n] = 0;
+        put(len, n);
+        Ok(())
     })
 }
 

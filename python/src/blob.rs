@@ -350,6 +350,29 @@ impl PyBlob {
         core(self.b.count_range(uidx(start, "start axis")?, end))
     }
 
+    /// Caffe ``LegacyShape(index)`` (rank <= 4): ``index`` in -4..4;
+    /// axes before the blob's first (or past its last) read as 1.
+    fn legacy_shape(&self, index: isize) -> PyResult<usize> {
+        core(self.b.legacy_shape(index))
+    }
+
+    /// Caffe ``shape_string()``: ``"64 3 28 28 (150528)"``.
+    fn shape_string(&self) -> String {
+        self.b.shape_string()
+    }
+
+    /// Caffe ``ShareData``: this blob uses ``other``'s data memory from now
+    /// on (equal counts and dtypes; BusyError while something shares this
+    /// blob's current memory).
+    fn share_data(&self, other: PyRef<'_, PyBlob>) -> PyResult<()> {
+        core(self.b.share_data(&other.b))
+    }
+
+    /// Caffe ``ShareDiff``: this blob's diff uses ``other``'s diff memory.
+    fn share_diff(&self, other: PyRef<'_, PyBlob>) -> PyResult<()> {
+        core(self.b.share_diff(&other.b))
+    }
+
     /// Caffe ``CanonicalAxisIndex``: a negative axis counted from the end.
     fn canonical_axis(&self, axis: isize) -> PyResult<usize> {
         core(self.b.canonical_axis(axis))
@@ -558,10 +581,22 @@ impl PyBlob {
     /// its element count (NeoML ``CopyFrom``); NumPy converts it to this
     /// blob's dtype. Other shapes are a ShapeError (broadcasting:
     /// ``b[...] = value``).
-    fn copy_from(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+    ///
+    /// With ``copy_diff`` or ``reshape`` (a blob source only) this is
+    /// Caffe's ``CopyFrom(source, copy_diff, reshape)``: ``copy_diff``
+    /// copies the diff into this blob's diff; ``reshape`` reshapes this
+    /// blob like the source when the dims differ (else a ShapeError).
+    #[pyo3(signature = (src, copy_diff = false, reshape = false))]
+    fn copy_from(&self, py: Python<'_>, src: &Bound<'_, PyAny>, copy_diff: bool, reshape: bool) -> PyResult<()> {
         if let Ok(s) = src.cast::<PyBlob>() {
             let (b, s) = (self.b.clone(), s.get().b.clone());
+            if copy_diff || reshape {
+                return run(py, b.is_small(), move || b.copy_from_caffe(&s, copy_diff, reshape));
+            }
             return run(py, b.is_small(), move || b.copy_from(&s));
+        }
+        if copy_diff || reshape {
+            return Err(PyTypeError::new_err("copy_diff and reshape need a blob source (Caffe's CopyFrom)"));
         }
         let np = py.import("numpy")?;
         let kwargs = pyo3::types::PyDict::new(py);

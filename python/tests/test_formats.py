@@ -241,3 +241,37 @@ def test_bad_input_raises_and_changes_nothing(tmp_path):
         bc.Blob.tensor([2], dtype=np.float64).save_neoml(p)
     assert p.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["keep.npy"], "no temporary files left behind"
+
+
+def test_caffe_blob_api_as_caffe_documents_it():
+    """shape_string, count(start), legacy_shape, capacity, CopyFrom with
+    reshape/copy_diff, ShareData/ShareDiff (Caffe's blob.hpp)."""
+    b = bc.Blob.tensor([64, 3, 28, 28])
+    assert b.shape_string() == "64 3 28 28 (150528)"
+    assert bc.Blob.tensor([]).shape_string() == "(1)"
+    assert b.count(1) == 3 * 28 * 28 and b.count(4) == 1
+    m = bc.Blob.tensor([3, 5])
+    # LegacyShape pads on the left for negative indices, the right for positive.
+    assert [m.legacy_shape(i) for i in range(-4, 4)] == [1, 1, 3, 5, 3, 5, 1, 1]
+    with pytest.raises(bc.OutOfRangeError):
+        m.legacy_shape(4)
+    b.reshape([2, 3])
+    assert b.capacity == 150528
+    src = bc.Blob.from_numpy(np.arange(6, dtype=np.float32).reshape(3, 2))
+    dst = bc.Blob.tensor([6])
+    with pytest.raises(bc.ShapeError, match="reshape"):
+        dst.copy_from(src, reshape=False, copy_diff=True)
+    dst.copy_from(src, reshape=True)
+    assert dst.shape == (3, 2)
+    np.testing.assert_array_equal(np.asarray(dst), np.asarray(src))
+    np.asarray(src.diff)[...] = 4.0
+    dst.copy_from(src, copy_diff=True)
+    np.testing.assert_array_equal(np.asarray(dst.diff), np.full((3, 2), 4.0, np.float32))
+    with pytest.raises(TypeError, match="blob source"):
+        dst.copy_from([1, 2, 3, 4, 5, 6], reshape=True)
+    shared = bc.Blob.tensor([3, 2])
+    shared.share_data(src)
+    src.fill(9.0)
+    assert np.asarray(shared).sum() == 54
+    shared.share_diff(src)
+    np.testing.assert_array_equal(np.asarray(shared.diff), np.asarray(src.diff))

@@ -183,6 +183,27 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, 7, &got64));
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, -1, &got64));
     BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_transposed(a, 0, 2, &out));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_count_from(a, 3, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_count_from(a, -1, &got64));
+    BAD(BLOB_ERR_NULL_POINTER, "out", blob_count_from(a, 0, NULL));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_capacity(fake, &got64));
+    BAD(BLOB_ERR_NULL_POINTER, "out", blob_capacity(a, NULL));
+    {
+        char text[4] = "abc";
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "needs 8", blob_shape_string(a, text, sizeof text, &len));
+        BAD(BLOB_ERR_NULL_POINTER, "buf", blob_shape_string(a, NULL, 8, &len));
+        BAD(BLOB_ERR_NULL_POINTER, "len", blob_shape_string(a, text, sizeof text, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_shape_string(fake, text, sizeof text, &len));
+        CHECK(strcmp(text, "abc") == 0);
+    }
+    BAD(BLOB_ERR_SHAPE, "reshape", blob_copy_from_caffe(a, c, false, false));
+    BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_copy_from_caffe(a, b, false, true));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from_caffe(fake, a, false, false));
+    BAD(BLOB_ERR_DTYPE, "", blob_share_data(a, b));
+    BAD(BLOB_ERR_SHAPE, "", blob_share_data(a, v));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_share_data(a, fake));
+    BAD(BLOB_ERR_DTYPE, "", blob_share_diff(a, b));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_share_diff(fake, a));
     {
         const int32_t far[2] = {0, 2}, dup[2] = {1, 1}, swap[2] = {1, 0}, neg_swap[2] = {-1, 0};
         BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_permute(a, far, 2, &out));

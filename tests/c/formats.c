@@ -158,6 +158,39 @@ int main(int argc, char **argv) {
     CHECK(blob_load_npy(NULL, proto, NULL) == BLOB_ERR_NULL_POINTER);
     CHECK(blob_save_npy(mean, join(7, scratch, "no/such/dir/x.npy")) == BLOB_ERR_IO);
 
+    /* Caffe's Blob API: shape_string, count(start), capacity, CopyFrom with
+     * reshape and copy_diff, ShareData / ShareDiff. */
+    {
+        const int64_t mnist[4] = {64, 3, 28, 28}, small[2] = {2, 3};
+        static const float six[6] = {1, 2, 3, 4, 5, 6};
+        float got[6];
+        char text[32];
+        size_t len = 0;
+        int64_t n = 0;
+        Blob *a = NULL, *c = NULL, *d = NULL;
+        CHECK(blob_create_tensor(NULL, BLOB_F32, mnist, 4, &a) == BLOB_OK);
+        CHECK(blob_shape_string(a, NULL, 0, &len) == BLOB_OK && len == 19);
+        CHECK(blob_shape_string(a, text, sizeof text, &len) == BLOB_OK && strcmp(text, "64 3 28 28 (150528)") == 0);
+        CHECK(blob_shape_string(a, text, 19, &len) == BLOB_ERR_INVALID_ARGUMENT);
+        CHECK(blob_count_from(a, 1, &n) == BLOB_OK && n == 3 * 28 * 28);
+        CHECK(blob_count_from(a, 4, &n) == BLOB_OK && n == 1);
+        CHECK(blob_count_from(a, 5, &n) == BLOB_ERR_OUT_OF_RANGE && n == 1);
+        CHECK(blob_reshape(a, small, 2) == BLOB_OK);
+        CHECK(blob_capacity(a, &n) == BLOB_OK && n == 150528);
+        CHECK(blob_create_tensor(NULL, BLOB_F32, mnist, 4, &c) == BLOB_OK);
+        CHECK(blob_copy_from_host(a, six, sizeof six) == BLOB_OK);
+        CHECK(blob_copy_from_caffe(c, a, false, false) == BLOB_ERR_SHAPE);
+        CHECK(blob_copy_from_caffe(c, a, false, true) == BLOB_OK);
+        CHECK(blob_copy_to_host(c, got, sizeof got) == BLOB_OK && memcmp(got, six, sizeof six) == 0);
+        CHECK(blob_create_tensor(NULL, BLOB_F32, small, 2, &d) == BLOB_OK);
+        CHECK(blob_share_data(d, a) == BLOB_OK);
+        CHECK(blob_fill(a, 7.0) == BLOB_OK && blob_copy_to_host(d, got, sizeof got) == BLOB_OK && got[5] == 7.0f);
+        CHECK(blob_share_diff(d, a) == BLOB_OK);
+        blob_free(a);
+        blob_free(c);
+        blob_free(d);
+    }
+
     blob_free(mean);
     blob_free(ref);
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
