@@ -158,6 +158,56 @@ public:
         check(blob_transposed(h_, d1, d2, &t));
         return Blob(t);
     }
+    /// numpy.transpose(b, axes) as a new dense blob (negative axes count from the end).
+    Blob permuted(const std::vector<int32_t> &axes) const {
+        ::Blob *t = nullptr;
+        check(blob_permute(h_, axes.data(), axes.size(), &t));
+        return Blob(t);
+    }
+    /// Writes numpy.transpose(src, axes) into this blob (any layout).
+    void permute_from(const Blob &src, const std::vector<int32_t> &axes) {
+        check(blob_permute_from(h_, src.h_, axes.data(), axes.size()));
+    }
+    /// A casting copy to `dtype` (NumPy's astype rules).
+    Blob cast(int32_t dtype) const {
+        ::Blob *c = nullptr;
+        check(blob_cast(h_, dtype, &c));
+        return Blob(c);
+    }
+    /// False for blobs over memory lent read-only.
+    bool is_writable() const {
+        bool w = false;
+        check(blob_is_writable(h_, &w));
+        return w;
+    }
+    /// Caffe's shape_string(): "64 3 28 28 (150528)".
+    std::string shape_string() const {
+        size_t n = 0;
+        check(blob_shape_string(h_, nullptr, 0, &n));
+        std::string s(n + 1, '\0');
+        check(blob_shape_string(h_, s.data(), s.size(), &n));
+        s.resize(n);
+        return s;
+    }
+    /// Caffe's count(start): the product of dims from `start` to the end.
+    int64_t count_from(int32_t start) const {
+        int64_t n = 0;
+        check(blob_count_from(h_, start, &n));
+        return n;
+    }
+    /// Caffe's capacity: elements the memory holds without reallocating.
+    int64_t capacity() const {
+        int64_t n = 0;
+        check(blob_capacity(h_, &n));
+        return n;
+    }
+    /// Caffe's CopyFrom(source, copy_diff, reshape).
+    void copy_from_caffe(const Blob &src, bool copy_diff = false, bool reshape = false) {
+        check(blob_copy_from_caffe(h_, src.h_, copy_diff, reshape));
+    }
+    /// Caffe's ShareData / ShareDiff.
+    void share_data(const Blob &other) { check(blob_share_data(h_, other.h_)); }
+    void share_diff(const Blob &other) { check(blob_share_diff(h_, other.h_)); }
     template <typename T>
     std::vector<T> to_vector() const {
         std::vector<T> v(static_cast<size_t>(size()));

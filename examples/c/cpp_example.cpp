@@ -20,6 +20,17 @@ int main() {
         if (w.asum() != 16.0 || seq.asum() != 36.0) return 1;
         auto t = seq.transposed(0, 1);
         std::printf("transposed dims: %lld x %lld\n", (long long)t.dims()[0], (long long)t.dims()[1]);
+        // numpy.transpose with any permutation, Caffe's shape_string/count, casts.
+        // seq is NeoML's 7-D data blob [3, 2, 1, 1, 1, 1, 4]: move the
+        // channels first.
+        auto p = seq.permuted({6, 0, 1, 2, 3, 4, 5});
+        std::printf("permuted: %s, count(1) = %lld\n", p.shape_string().c_str(), (long long)p.count_from(1));
+        if (p.shape_string() != "4 3 2 1 1 1 1 (24)" || p.count_from(1) != 6 || p.asum() != seq.asum()) return 1;
+        auto again = blob::Blob::data(BLOB_F32, 3, 2, 4);
+        again.permute_from(p, {-6, -5, -4, -3, -2, -1, 0});
+        if (again.to_vector<float>() != seq.to_vector<float>()) return 1;
+        auto as_int = seq.cast(BLOB_I32);
+        if (!as_int.is_writable() || as_int.to_vector<int32_t>()[0] != 5 || as_int.capacity() != 24) return 1;
         try {
             w.set_parent_pos(3);
             return 1;
