@@ -196,6 +196,9 @@ pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8
 /// # Safety
 /// As [`copy`].
 unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: usize, stream: bool) {
+    if lo >= hi {
+        return; // nothing to copy (a loop of zero steps: no decoding by 0)
+    }
     let loops = &n.loops;
     let r = loops.len();
     let mut idx: SmallVec<[usize; 24]> = smallvec![0; r];
@@ -687,6 +690,17 @@ mod tests {
         // Small slices are left to the caller.
         assert!(!fill_streamed(&mut v[..100], 1u16));
         let _ = done;
+    }
+
+    #[test]
+    fn empty_loops_copy_nothing() {
+        let axes = vec![Axis { n: 0, ds: 3, ss: 1 }, Axis { n: 3, ds: 1, ss: 4 }];
+        let mut dst = [7u32; 4];
+        for parallel in [false, true] {
+            // SAFETY: no element is reached.
+            unsafe { copy(4, &normalise(axes.clone()), dst.as_mut_ptr() as *mut u8, [1u32; 4].as_ptr() as *const u8, parallel) };
+        }
+        assert_eq!(dst, [7; 4]);
     }
 
     #[test]
