@@ -600,6 +600,21 @@ int32_t blob_count_range(const struct Blob *b, int32_t start, int32_t end, int64
 // Caffe `count(start)`: the product of dims from `start` to the end.
 int32_t blob_count_from(const struct Blob *b, int32_t start, int64_t *out);
 
+// Caffe `offset(n, c, h, w)` over the legacy shape (rank <= 4; missing
+// trailing axes read as 1; each index below its legacy dim).
+int32_t blob_legacy_offset(const struct Blob *b,
+                           int64_t n,
+                           int64_t c,
+                           int64_t h,
+                           int64_t w,
+                           int64_t *out);
+
+// Caffe `data_at(n, c, h, w)`: the element there, as a double.
+int32_t blob_data_at(const struct Blob *b, int64_t n, int64_t c, int64_t h, int64_t w, double *out);
+
+// Caffe `diff_at(n, c, h, w)`: the diff's element there (0 until written).
+int32_t blob_diff_at(const struct Blob *b, int64_t n, int64_t c, int64_t h, int64_t w, double *out);
+
 // Caffe's capacity: elements the memory holds without reallocating (a
 // shrinking `blob_reshape` keeps it).
 int32_t blob_capacity(const struct Blob *b, int64_t *out);

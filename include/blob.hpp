@@ -201,6 +201,22 @@ public:
         check(blob_capacity(h_, &n));
         return n;
     }
+    /// Caffe's offset(n, c, h, w) and data_at / diff_at on the legacy shape.
+    int64_t legacy_offset(int64_t n, int64_t c = 0, int64_t h = 0, int64_t w = 0) const {
+        int64_t o = 0;
+        check(blob_legacy_offset(h_, n, c, h, w, &o));
+        return o;
+    }
+    double data_at(int64_t n, int64_t c = 0, int64_t h = 0, int64_t w = 0) const {
+        double v = 0;
+        check(blob_data_at(h_, n, c, h, w, &v));
+        return v;
+    }
+    double diff_at(int64_t n, int64_t c = 0, int64_t h = 0, int64_t w = 0) const {
+        double v = 0;
+        check(blob_diff_at(h_, n, c, h, w, &v));
+        return v;
+    }
     /// Caffe's CopyFrom(source, copy_diff, reshape).
     void copy_from_caffe(const Blob &src, bool copy_diff = false, bool reshape = false) {
         check(blob_copy_from_caffe(h_, src.h_, copy_diff, reshape));

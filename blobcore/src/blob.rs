@@ -664,6 +664,31 @@ impl Blob {
         self.state().shape.legacy_shape(index)
     }
 
+    /// Caffe `offset(n, c, h, w)` over the legacy shape (see
+    /// [`Shape::legacy_offset`]).
+    pub fn legacy_offset(&self, n: usize, c: usize, h: usize, w: usize) -> Result<usize> {
+        self.state().shape.legacy_offset(n, c, h, w)
+    }
+
+    /// Caffe `data_at(n, c, h, w)`: the element at the legacy offset, as
+    /// f64 (exact for every dtype but i64 beyond 2^53). Dense blobs only.
+    pub fn data_at(&self, n: usize, c: usize, h: usize, w: usize) -> Result<f64> {
+        let at = self.legacy_offset(n, c, h, w)?;
+        self.with_read(|r| crate::dtype::dispatch!(self.dtype(), T => r.typed::<T>().get(at).map(|v| v.to_f64())))?
+            .ok_or_else(|| err!(Internal, "legacy offset {at} past the data"))
+    }
+
+    /// Caffe `diff_at(n, c, h, w)`: [`Blob::data_at`] of the diff (zeros
+    /// until something writes it).
+    pub fn diff_at(&self, n: usize, c: usize, h: usize, w: usize) -> Result<f64> {
+        self.legacy_offset(n, c, h, w)?;
+        // Reading creates nothing: a diff that does not exist yet reads 0.
+        match self.diff_if_created() {
+            Some(d) => d.data_at(n, c, h, w),
+            None => Ok(0.0),
+        }
+    }
+
     /// Caffe `num()` = `legacy_shape(0)`.
     pub fn num(&self) -> Result<usize> {
         self.legacy_shape(0)

@@ -214,6 +214,22 @@ impl Shape {
         Ok(off)
     }
 
+    /// Caffe's `offset(n, c, h, w)`: `((n * channels + c) * height + h) *
+    /// width + w` over the legacy shape (rank <= 4, missing trailing axes
+    /// read as 1). Each index must be below its legacy dim (Caffe checks
+    /// `<=`; an index equal to the dim is `OutOfRange` here).
+    pub fn legacy_offset(&self, n: usize, c: usize, h: usize, w: usize) -> Result<usize> {
+        let mut off = 0usize;
+        for (k, i) in [n, c, h, w].into_iter().enumerate() {
+            let d = self.legacy_shape(k as isize)?;
+            if i >= d {
+                return Err(err!(OutOfRange, "legacy index {i} at axis {k} is not below its legacy dim {d}"));
+            }
+            off = off * d + i;
+        }
+        Ok(off)
+    }
+
     /// Caffe's legacy accessor: rank must be <= 4 and `index` in
     /// `[-4, 4)`; axes beyond the rank read as 1.
     pub fn legacy_shape(&self, index: isize) -> Result<usize> {

@@ -148,6 +148,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "", |f| f.b.to_vec::<f64>();
         DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);
         OUT_OF_RANGE, "", |f| f.a.count_from(3);
+        OUT_OF_RANGE, "legacy dim 3", |f| f.a.legacy_offset(0, 3, 0, 0);
+        OUT_OF_RANGE, "legacy dim 1", |f| f.a.data_at(0, 0, 1, 0);
+        OUT_OF_RANGE, "legacy dim 2", |f| f.a.diff_at(2, 0, 0, 0);
         SHAPE, "flat sequence of 6", |f| f.a.check_source_dims(&[3, 2]);
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);

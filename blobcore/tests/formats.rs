@@ -170,3 +170,24 @@ fn caffe_shape_string_count_and_capacity_as_caffe_prints_them() {
     b.reshape(&[2, 3]).unwrap();
     assert_eq!((b.count(), b.capacity()), (6, 150528));
 }
+
+#[test]
+fn caffe_legacy_offset_and_data_at_pad_low_ranks_as_caffe() {
+    // offset(n, c, h, w) = ((n * C + c) * H + h) * W + w on the legacy
+    // shape; a [3, 5] blob has C = 5, H = W = 1.
+    let e = Engine::cpu();
+    let b = Blob::from_slice(&e, &[2, 3, 4, 5], &(0..120).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    assert_eq!(b.legacy_offset(1, 2, 3, 4).unwrap(), ((3 + 2) * 4 + 3) * 5 + 4);
+    assert_eq!(b.data_at(1, 2, 3, 4).unwrap(), 119.0);
+    assert_eq!(b.diff_at(1, 2, 3, 4).unwrap(), 0.0);
+    assert!(b.diff_if_created().is_none(), "reading the diff creates none");
+    b.diff().unwrap().fill(2.5).unwrap();
+    assert_eq!(b.diff_at(1, 2, 3, 4).unwrap(), 2.5);
+    let m = Blob::from_slice(&e, &[3, 5], &(0..15).map(|i| i as i32).collect::<Vec<_>>()).unwrap();
+    assert_eq!(m.legacy_offset(2, 4, 0, 0).unwrap(), 14);
+    assert_eq!(m.data_at(1, 3, 0, 0).unwrap(), 8.0);
+    assert_eq!(m.legacy_offset(0, 0, 1, 0).unwrap_err().code(), 6);
+    assert_eq!(m.legacy_offset(3, 0, 0, 0).unwrap_err().code(), 6);
+    let r5 = Blob::tensor(&e, DType::F32, &[1, 1, 1, 1, 1]).unwrap();
+    assert_eq!(r5.data_at(0, 0, 0, 0).unwrap_err().code(), 4);
+}

@@ -123,6 +123,38 @@ pub extern "C" fn blob_count_from(b: *const Blob, start: i32, out: *mut i64) -> 
     query(b, out, |b| Ok(i64_of(b.count_from(index(start as i64, "start axis")?)?)))
 }
 
+/// Caffe `offset(n, c, h, w)` over the legacy shape (rank <= 4; missing
+/// trailing axes read as 1; each index below its legacy dim).
+#[no_mangle]
+pub extern "C" fn blob_legacy_offset(b: *const Blob, n: i64, c: i64, h: i64, w: i64, out: *mut i64) -> i32 {
+    query(b, out, |b| {
+        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+        Ok(i64_of(b.legacy_offset(n, c, h, w)?))
+    })
+}
+
+/// Caffe `data_at(n, c, h, w)`: the element there, as a double.
+#[no_mangle]
+pub extern "C" fn blob_data_at(b: *const Blob, n: i64, c: i64, h: i64, w: i64, out: *mut f64) -> i32 {
+    query(b, out, |b| {
+        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+        b.data_at(n, c, h, w)
+    })
+}
+
+/// Caffe `diff_at(n, c, h, w)`: the diff's element there (0 until written).
+#[no_mangle]
+pub extern "C" fn blob_diff_at(b: *const Blob, n: i64, c: i64, h: i64, w: i64, out: *mut f64) -> i32 {
+    query(b, out, |b| {
+        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+        b.diff_at(n, c, h, w)
+    })
+}
+
+fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> Result<[usize; 4], Error> {
+    Ok([index(n, "n")?, index(c, "c")?, index(h, "h")?, index(w, "w")?])
+}
+
 /// Caffe's capacity: elements the memory holds without reallocating (a
 /// shrinking `blob_reshape` keeps it).
 #[no_mangle]

@@ -31,6 +31,9 @@ int main() {
         if (again.to_vector<float>() != seq.to_vector<float>()) return 1;
         auto as_int = seq.cast(BLOB_I32);
         if (!as_int.is_writable() || as_int.to_vector<int32_t>()[0] != 5 || as_int.capacity() != 24) return 1;
+        auto m = blob::Blob::tensor(BLOB_F32, {3, 5});
+        m.assign(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
+        if (m.legacy_offset(2, 4) != 14 || m.data_at(1, 3) != 8.0 || m.diff_at(1, 3) != 0.0) return 1;
         try {
             w.set_parent_pos(3);
             return 1;

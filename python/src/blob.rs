@@ -110,6 +110,11 @@ pub(crate) fn udims(dims: &[i64]) -> PyResult<Vec<usize>> {
     Ok(core(Shape::from_i64(dims))?.dims().to_vec())
 }
 
+/// Caffe's (n, c, h, w), each non-negative.
+fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> PyResult<[usize; 4]> {
+    Ok([uidx(n, "n")?, uidx(c, "c")?, uidx(h, "h")?, uidx(w, "w")?])
+}
+
 /// A non-negative index, else OutOfRangeError.
 pub(crate) fn uidx(v: i64, what: &str) -> PyResult<usize> {
     usize::try_from(v).map_err(|_| raise("OutOfRangeError", format!("{what} {v} is negative")))
@@ -354,6 +359,27 @@ impl PyBlob {
     /// axes before the blob's first (or past its last) read as 1.
     fn legacy_shape(&self, index: isize) -> PyResult<usize> {
         core(self.b.legacy_shape(index))
+    }
+
+    /// Caffe ``offset(n, c=0, h=0, w=0)`` over the legacy shape (rank <= 4).
+    #[pyo3(signature = (n, c = 0, h = 0, w = 0))]
+    fn legacy_offset(&self, n: i64, c: i64, h: i64, w: i64) -> PyResult<usize> {
+        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+        core(self.b.legacy_offset(n, c, h, w))
+    }
+
+    /// Caffe ``data_at(n, c=0, h=0, w=0)``: the element there, as a float.
+    #[pyo3(signature = (n, c = 0, h = 0, w = 0))]
+    fn data_at(&self, n: i64, c: i64, h: i64, w: i64) -> PyResult<f64> {
+        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+        core(self.b.data_at(n, c, h, w))
+    }
+
+    /// Caffe ``diff_at(n, c=0, h=0, w=0)``: the diff's element there.
+    #[pyo3(signature = (n, c = 0, h = 0, w = 0))]
+    fn diff_at(&self, n: i64, c: i64, h: i64, w: i64) -> PyResult<f64> {
+        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+        core(self.b.diff_at(n, c, h, w))
     }
 
     /// Caffe ``shape_string()``: ``"64 3 28 28 (150528)"``.

@@ -275,3 +275,16 @@ def test_caffe_blob_api_as_caffe_documents_it():
     assert np.asarray(shared).sum() == 54
     shared.share_diff(src)
     np.testing.assert_array_equal(np.asarray(shared.diff), np.asarray(src.diff))
+
+
+def test_caffe_legacy_offset_and_data_at():
+    a = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
+    b = bc.Blob.from_numpy(a)
+    assert b.legacy_offset(1, 2, 3, 4) == np.ravel_multi_index((1, 2, 3, 4), a.shape)
+    assert b.data_at(1, 2, 3, 4) == a[1, 2, 3, 4]
+    assert b.diff_at(1, 2, 3, 4) == 0.0
+    m = bc.Blob.from_numpy(np.arange(15, dtype=np.int32).reshape(3, 5))
+    assert m.legacy_offset(2) == 10 and m.legacy_offset(2, 4) == 14  # c, h, w default to 0
+    assert m.data_at(1, 3) == 8.0
+    with pytest.raises(bc.OutOfRangeError, match="legacy dim 1"):
+        m.data_at(0, 0, 1)

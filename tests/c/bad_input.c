@@ -184,6 +184,13 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_named_dim(a, -1, &got64));
     BAD(BLOB_ERR_OUT_OF_RANGE, "axis", blob_transposed(a, 0, 2, &out));
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_count_from(a, 3, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "legacy dim 3", blob_legacy_offset(a, 0, 3, 0, 0, &got64));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_legacy_offset(a, -1, 0, 0, 0, &got64));
+    BAD(BLOB_ERR_NULL_POINTER, "out", blob_legacy_offset(a, 0, 0, 0, 0, NULL));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "legacy dim 1", blob_data_at(a, 0, 0, 1, 0, &sum));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_data_at(fake, 0, 0, 0, 0, &sum));
+    BAD(BLOB_ERR_OUT_OF_RANGE, "legacy dim 2", blob_diff_at(a, 2, 0, 0, 0, &sum));
+    CHECK(sum == -1);
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_count_from(a, -1, &got64));
     BAD(BLOB_ERR_NULL_POINTER, "out", blob_count_from(a, 0, NULL));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_capacity(fake, &got64));

@@ -186,6 +186,14 @@ int main(int argc, char **argv) {
         CHECK(blob_share_data(d, a) == BLOB_OK);
         CHECK(blob_fill(a, 7.0) == BLOB_OK && blob_copy_to_host(d, got, sizeof got) == BLOB_OK && got[5] == 7.0f);
         CHECK(blob_share_diff(d, a) == BLOB_OK);
+        /* offset(n, c, h, w) and data_at on the legacy shape: d is [2, 3]. */
+        CHECK(blob_legacy_offset(d, 1, 2, 0, 0, &n) == BLOB_OK && n == 5);
+        {
+            double at = 0;
+            CHECK(blob_copy_from_host(d, six, sizeof six) == BLOB_OK);
+            CHECK(blob_data_at(d, 1, 0, 0, 0, &at) == BLOB_OK && at == 4.0);
+            CHECK(blob_diff_at(d, 1, 0, 0, 0, &at) == BLOB_OK && at == 0.0);
+        }
         blob_free(a);
         blob_free(c);
         blob_free(d);
