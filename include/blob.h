@@ -615,6 +615,12 @@ int32_t blob_data_at(const struct Blob *b, int64_t n, int64_t c, int64_t h, int6
 // Caffe `diff_at(n, c, h, w)`: the diff's element there (0 until written).
 int32_t blob_diff_at(const struct Blob *b, int64_t n, int64_t c, int64_t h, int64_t w, double *out);
 
+// Caffe `ShapeEquals`: whether the serialized `BlobProto` in
+// `proto[0..len]` describes this blob's shape (legacy fields compare the
+// legacy shape, padded with 1s on the left). Malformed bytes are
+// `BLOB_ERR_FORMAT`.
+int32_t blob_shape_equals(const struct Blob *b, const uint8_t *proto, size_t len, bool *out);
+
 // Caffe's capacity: elements the memory holds without reallocating (a
 // shrinking `blob_reshape` keeps it).
 int32_t blob_capacity(const struct Blob *b, int64_t *out);

@@ -217,6 +217,12 @@ public:
         check(blob_diff_at(h_, n, c, h, w, &v));
         return v;
     }
+    /// Caffe's ShapeEquals for serialized BlobProto bytes.
+    bool shape_equals(const std::vector<uint8_t> &proto) const {
+        bool eq = false;
+        check(blob_shape_equals(h_, proto.data(), proto.size(), &eq));
+        return eq;
+    }
     /// Caffe's CopyFrom(source, copy_diff, reshape).
     void copy_from_caffe(const Blob &src, bool copy_diff = false, bool reshape = false) {
         check(blob_copy_from_caffe(h_, src.h_, copy_diff, reshape));

@@ -148,6 +148,7 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "", |f| f.b.to_vec::<f64>();
         DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);
         OUT_OF_RANGE, "", |f| f.a.count_from(3);
+        FORMAT, "not a valid message", |f| f.a.shape_equals_caffe(&[0xff, 0xff]);
         OUT_OF_RANGE, "legacy dim 3", |f| f.a.legacy_offset(0, 3, 0, 0);
         OUT_OF_RANGE, "legacy dim 1", |f| f.a.data_at(0, 0, 1, 0);
         OUT_OF_RANGE, "legacy dim 2", |f| f.a.diff_at(2, 0, 0, 0);

@@ -191,3 +191,19 @@ fn caffe_legacy_offset_and_data_at_pad_low_ranks_as_caffe() {
     let r5 = Blob::tensor(&e, DType::F32, &[1, 1, 1, 1, 1]).unwrap();
     assert_eq!(r5.data_at(0, 0, 0, 0).unwrap_err().code(), 4);
 }
+
+#[test]
+fn caffe_shape_equals_against_the_real_files() {
+    let e = Engine::cpu();
+    // cifar10_mean.binaryproto has legacy fields 1 x 3 x 32 x 32.
+    let legacy = std::fs::read(data("cifar10_mean.binaryproto")).unwrap();
+    for (dims, want) in [(&[1usize, 3, 32, 32][..], true), (&[3, 32, 32], true), (&[3, 32, 33], false), (&[1, 1, 3, 32, 32], false)] {
+        let b = Blob::tensor(&e, DType::F32, dims).unwrap();
+        assert_eq!(b.shape_equals_caffe(&legacy).unwrap(), want, "{dims:?}");
+    }
+    // imagenet_mean.binaryproto: the shape form is compared dim for dim.
+    let shaped = Blob::load_caffe(&e, data("imagenet_mean.binaryproto")).unwrap().to_caffe_bytes(false).unwrap();
+    assert!(Blob::tensor(&e, DType::F32, &[1, 3, 256, 256]).unwrap().shape_equals_caffe(&shaped).unwrap());
+    assert!(!Blob::tensor(&e, DType::F32, &[3, 256, 256]).unwrap().shape_equals_caffe(&shaped).unwrap());
+    assert_eq!(Blob::tensor(&e, DType::F32, &[1]).unwrap().shape_equals_caffe(&[0xff, 0xff]).unwrap_err().code(), 12);
+}

@@ -155,6 +155,15 @@ fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> Result<[usize; 4], Error> {
     Ok([index(n, "n")?, index(c, "c")?, index(h, "h")?, index(w, "w")?])
 }
 
+/// Caffe `ShapeEquals`: whether the serialized `BlobProto` in
+/// `proto[0..len]` describes this blob's shape (legacy fields compare the
+/// legacy shape, padded with 1s on the left). Malformed bytes are
+/// `BLOB_ERR_FORMAT`.
+#[no_mangle]
+pub extern "C" fn blob_shape_equals(b: *const Blob, proto: *const u8, len: usize, out: *mut bool) -> i32 {
+    query(b, out, |b| b.shape_equals_caffe(crate::status::array(proto, len, isize::MAX as usize, "proto")?))
+}
+
 /// Caffe's capacity: elements the memory holds without reallocating (a
 /// shrinking `blob_reshape` keeps it).
 #[no_mangle]

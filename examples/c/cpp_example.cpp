@@ -45,6 +45,7 @@ int main() {
         auto back = blob::Blob::from_caffe_bytes(seq.to_caffe_bytes());
         std::printf("BlobProto round trip: asum %.1f\n", back.asum());
         if (back.asum() != seq.asum()) return 1;
+        if (!back.shape_equals(seq.to_caffe_bytes()) || seq.permuted({6, 0, 1, 2, 3, 4, 5}).shape_equals(seq.to_caffe_bytes())) return 1;
         try {
             blob::Blob::from_caffe_bytes({0xff, 0xff});
             return 1;

@@ -382,6 +382,13 @@ impl PyBlob {
         core(self.b.diff_at(n, c, h, w))
     }
 
+    /// Caffe ``ShapeEquals(proto)``: whether serialized ``BlobProto``
+    /// bytes describe this blob's shape (legacy fields compare the legacy
+    /// shape). Malformed bytes raise FormatError.
+    fn shape_equals(&self, proto: &[u8]) -> PyResult<bool> {
+        core(self.b.shape_equals_caffe(proto))
+    }
+
     /// Caffe ``shape_string()``: ``"64 3 28 28 (150528)"``.
     fn shape_string(&self) -> String {
         self.b.shape_string()

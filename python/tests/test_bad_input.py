@@ -117,6 +117,8 @@ ROWS = [
     (lambda f: f.a.data_at(0, 0, 1), bc.OutOfRangeError, "legacy dim 1"),
     (lambda f: f.a.diff_at(2), bc.OutOfRangeError, "legacy dim 2"),
     (lambda f: f.a.data_at("x"), TypeError, ""),
+    (lambda f: f.a.shape_equals(b"\xff\xff"), bc.FormatError, "not a valid message"),
+    (lambda f: f.a.shape_equals("text"), TypeError, ""),
     (lambda f: f.a.legacy_shape(-5), bc.OutOfRangeError, ""),
     (lambda f: f.a.share_data(f.b), bc.DTypeError, ""),
     (lambda f: f.a.share_data(f.v), bc.ShapeError, "equal counts"),

@@ -288,3 +288,15 @@ def test_caffe_legacy_offset_and_data_at():
     assert m.data_at(1, 3) == 8.0
     with pytest.raises(bc.OutOfRangeError, match="legacy dim 1"):
         m.data_at(0, 0, 1)
+
+
+def test_caffe_shape_equals_with_the_real_legacy_file():
+    legacy = CIFAR.read_bytes()  # legacy fields 1 x 3 x 32 x 32
+    assert bc.Blob.tensor([1, 3, 32, 32]).shape_equals(legacy)
+    assert bc.Blob.tensor([3, 32, 32]).shape_equals(legacy)  # padded with 1s on the left
+    assert not bc.Blob.tensor([3, 32, 33]).shape_equals(legacy)
+    shaped = bc.Blob.tensor([2, 3]).to_caffe_bytes()
+    assert bc.Blob.tensor([2, 3]).shape_equals(shaped)
+    assert not bc.Blob.tensor([1, 2, 3]).shape_equals(shaped)  # the shape form compares dims exactly
+    with pytest.raises(bc.FormatError):
+        bc.Blob.tensor([1]).shape_equals(b"\xff\xff")

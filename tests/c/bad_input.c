@@ -191,6 +191,15 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_data_at(fake, 0, 0, 0, 0, &sum));
     BAD(BLOB_ERR_OUT_OF_RANGE, "legacy dim 2", blob_diff_at(a, 2, 0, 0, 0, &sum));
     CHECK(sum == -1);
+    {
+        static const uint8_t garbage[2] = {0xff, 0xff};
+        flag = false;
+        BAD(BLOB_ERR_FORMAT, "not a valid message", blob_shape_equals(a, garbage, 2, &flag));
+        BAD(BLOB_ERR_NULL_POINTER, "proto", blob_shape_equals(a, NULL, 2, &flag));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_shape_equals(a, garbage, 2, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_shape_equals(fake, garbage, 2, &flag));
+        CHECK(flag == false);
+    }
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_count_from(a, -1, &got64));
     BAD(BLOB_ERR_NULL_POINTER, "out", blob_count_from(a, 0, NULL));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_capacity(fake, &got64));

@@ -186,6 +186,16 @@ int main(int argc, char **argv) {
         CHECK(blob_share_data(d, a) == BLOB_OK);
         CHECK(blob_fill(a, 7.0) == BLOB_OK && blob_copy_to_host(d, got, sizeof got) == BLOB_OK && got[5] == 7.0f);
         CHECK(blob_share_diff(d, a) == BLOB_OK);
+        /* ShapeEquals: d's own BlobProto matches d, not the 1x3x256x256 mean. */
+        {
+            uint8_t *pb = NULL;
+            size_t pn = 0;
+            bool eq = false;
+            CHECK(blob_to_caffe_bytes(d, false, &pb, &pn) == BLOB_OK);
+            CHECK(blob_shape_equals(d, pb, pn, &eq) == BLOB_OK && eq);
+            CHECK(blob_shape_equals(mean, pb, pn, &eq) == BLOB_OK && !eq);
+            CHECK(blob_bytes_free(pb) == BLOB_OK);
+        }
         /* offset(n, c, h, w) and data_at on the legacy shape: d is [2, 3]. */
         CHECK(blob_legacy_offset(d, 1, 2, 0, 0, &n) == BLOB_OK && n == 5);
         {

@@ -288,6 +288,14 @@ impl Blob {
         BlobProto::decode_bytes(bytes)?.to_blob(engine)
     }
 
+    /// Caffe `ShapeEquals(proto)` for a serialized `BlobProto`: with the
+    /// legacy num/channels/height/width fields the blob's legacy shape must
+    /// match (rank <= 4, padded with 1s on the left), else the dims must be
+    /// equal. Malformed bytes are a `Format` error.
+    pub fn shape_equals_caffe(&self, bytes: &[u8]) -> Result<bool> {
+        Ok(BlobProto::decode_bytes(bytes)?.shape_equals(&self.dims()))
+    }
+
     /// Caffe `FromProto(proto, reshape)`: reads a serialized `BlobProto`
     /// into this f32 or f64 blob (see [`BlobProto::load_into`]).
     pub fn copy_from_caffe_bytes(&self, bytes: &[u8], reshape: bool) -> Result<()> {
