@@ -416,7 +416,7 @@ impl Blob {
         release: Option<ReleaseFn>,
     ) -> Result<Blob> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { Blob::wrap_with(engine, dtype, shape, ptr, byte_len, release, false) }
+        unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, byte_len, release, false) }
     }
 
     /// As [`Blob::wrap`] for memory lent read-only (a read-only NumPy
@@ -437,11 +437,18 @@ impl Blob {
         release: Option<ReleaseFn>,
     ) -> Result<Blob> {
         // SAFETY: forwarded; read-only storage is never written.
-        unsafe { Blob::wrap_with(engine, dtype, shape, ptr, byte_len, release, true) }
+        unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, byte_len, release, true) }
     }
 
+    /// [`Blob::wrap`] or, when `read_only`, [`Blob::wrap_read_only`]: for
+    /// callers that learn at run time whether the lender allows writes
+    /// (the buffer protocol, DLPack flags, C callers).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads (and writes unless `read_only`) of
+    /// `byte_len` bytes until `release` runs (forever if it is `None`).
     #[allow(clippy::too_many_arguments)]
-    unsafe fn wrap_with(
+    pub unsafe fn wrap_lent(
         engine: &Engine,
         dtype: DType,
         shape: Shape,

@@ -153,13 +153,7 @@ fn wrap(
         });
         // SAFETY: the caller promises `data` is valid (readable, and
         // writable unless read_only) for byte_len bytes until release.
-        let b = unsafe {
-            if read_only {
-                blobcore::Blob::wrap_read_only(&engine, dtype, shape, ptr, byte_len, cb)?
-            } else {
-                blobcore::Blob::wrap(&engine, dtype, shape, ptr, byte_len, cb)?
-            }
-        };
+        let b = unsafe { blobcore::Blob::wrap_lent(&engine, dtype, shape, ptr, byte_len, cb, read_only)? };
         put(o, handles::issue_blob(b));
         Ok(())
     })

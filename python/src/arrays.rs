@@ -86,13 +86,7 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     // SAFETY: the exporter keeps `len` bytes at `ptr` valid (and writable
     // unless it said read-only) while we hold its buffer, which `release`
     // gives back after the last user.
-    core(unsafe {
-        if read_only {
-            Blob::wrap_read_only(engine, dtype, shape, ptr, len, Some(release))
-        } else {
-            Blob::wrap(engine, dtype, shape, ptr, len, Some(release))
-        }
-    })
+    core(unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, len, Some(release), read_only) })
 }
 
 /// A new blob holding a copy of `array` (anything NumPy converts; any

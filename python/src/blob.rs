@@ -255,13 +255,7 @@ impl PyBlob {
                 let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
                 // SAFETY: the buffer's exporter keeps `need` bytes valid
                 // (writable unless read-only) until `release` gives it back.
-                Ok(Self::new(core(unsafe {
-                    if read_only {
-                        Blob::wrap_read_only(&engine, dtype, shape, ptr, need, Some(release))
-                    } else {
-                        Blob::wrap(&engine, dtype, shape, ptr, need, Some(release))
-                    }
-                })?))
+                Ok(Self::new(core(unsafe { Blob::wrap_lent(&engine, dtype, shape, ptr, need, Some(release), read_only) })?))
             }
             _ => {
                 let b = core(Blob::new(&engine, dtype, shape))?;

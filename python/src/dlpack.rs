@@ -346,11 +346,5 @@ pub fn consume(capsule: &Bound<'_, PyAny>, copy: Option<bool>, engine: &Engine) 
     // SAFETY: the producer keeps the tensor's memory valid (writable unless
     // flagged read-only) until its deleter runs, which `release` does,
     // exactly once, after the last user.
-    core(unsafe {
-        if read_only {
-            blobcore::Blob::wrap_read_only(engine, dtype, shape, nn, byte_len, Some(release))
-        } else {
-            blobcore::Blob::wrap(engine, dtype, shape, nn, byte_len, Some(release))
-        }
-    })
+    core(unsafe { blobcore::Blob::wrap_lent(engine, dtype, shape, nn, byte_len, Some(release), read_only) })
 }

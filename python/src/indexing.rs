@@ -2,7 +2,7 @@
 //! The semantics (shapes, bounds, views) live in `blobcore::index`.
 
 use blobcore::Index;
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::ffi;
 use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
