@@ -342,10 +342,7 @@ int32_t blob_copy_from(struct Blob *dst, const struct Blob *src);
 // Caffe `CopyFrom(source, copy_diff, reshape)`: copies `src`'s data (or,
 // with `copy_diff`, its diff into `dst`'s diff); when the dims differ,
 // `reshape` reshapes `dst` like `src` first, else `BLOB_ERR_SHAPE`.
-int32_t blob_copy_from_caffe(struct Blob *dst,
-                             const struct Blob *src,
-                             bool copy_diff,
-                             bool reshape);
+int32_t blob_copy_from_blob(struct Blob *dst, const struct Blob *src, bool copy_diff, bool reshape);
 
 // Caffe `ShareData`: `b` uses `other`'s data memory from now on (counts
 // and dtypes must match; `BLOB_ERR_BUSY` while something shares `b`'s

@@ -225,7 +225,7 @@ public:
     }
     /// Caffe's CopyFrom(source, copy_diff, reshape).
     void copy_from_caffe(const Blob &src, bool copy_diff = false, bool reshape = false) {
-        check(blob_copy_from_caffe(h_, src.h_, copy_diff, reshape));
+        check(blob_copy_from_blob(h_, src.h_, copy_diff, reshape));
     }
     /// Caffe's ShareData / ShareDiff.
     void share_data(const Blob &other) { check(blob_share_data(h_, other.h_)); }

@@ -685,6 +685,24 @@ impl Blob {
             .ok_or_else(|| err!(Internal, "legacy offset {at} past the data"))
     }
 
+    /// Caffe `data_at(index)`: the element at the leading `index` (missing
+    /// trailing indices read as 0, as Caffe's `offset(indices)`), as f64.
+    pub fn data_at_index(&self, index: &[usize]) -> Result<f64> {
+        let at = self.offset(index)?;
+        self.with_read(|r| crate::dtype::dispatch!(self.dtype(), T => r.typed::<T>().get(at).map(|v| v.to_f64())))?
+            .ok_or_else(|| err!(Internal, "offset {at} past the data"))
+    }
+
+    /// Caffe `diff_at(index)`: [`Blob::data_at_index`] of the diff (0 when
+    /// no diff exists yet; reading creates none).
+    pub fn diff_at_index(&self, index: &[usize]) -> Result<f64> {
+        self.offset(index)?;
+        match self.diff_if_created() {
+            Some(d) => d.data_at_index(index),
+            None => Ok(0.0),
+        }
+    }
+
     /// Caffe `diff_at(n, c, h, w)`: [`Blob::data_at`] of the diff (zeros
     /// until something writes it).
     pub fn diff_at(&self, n: usize, c: usize, h: usize, w: usize) -> Result<f64> {

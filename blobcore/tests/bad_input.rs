@@ -152,6 +152,8 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         OUT_OF_RANGE, "legacy dim 3", |f| f.a.legacy_offset(0, 3, 0, 0);
         OUT_OF_RANGE, "legacy dim 1", |f| f.a.data_at(0, 0, 1, 0);
         OUT_OF_RANGE, "legacy dim 2", |f| f.a.diff_at(2, 0, 0, 0);
+        OUT_OF_RANGE, "", |f| f.a.data_at_index(&[0, 3]);
+        OUT_OF_RANGE, "", |f| f.a.diff_at_index(&[2]);
         SHAPE, "flat sequence of 6", |f| f.a.check_source_dims(&[3, 2]);
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);

@@ -78,7 +78,7 @@ pub extern "C" fn blob_copy_from(dst: *mut Blob, src: *const Blob) -> i32 {
 /// with `copy_diff`, its diff into `dst`'s diff); when the dims differ,
 /// `reshape` reshapes `dst` like `src` first, else `BLOB_ERR_SHAPE`.
 #[no_mangle]
-pub extern "C" fn blob_copy_from_caffe(dst: *mut Blob, src: *const Blob, copy_diff: bool, reshape: bool) -> i32 {
+pub extern "C" fn blob_copy_from_blob(dst: *mut Blob, src: *const Blob, copy_diff: bool, reshape: bool) -> i32 {
     ffi!({ handles::blob(dst, "dst")?.copy_from_caffe(&handles::blob(src, "src")?, copy_diff, reshape) })
 }
 

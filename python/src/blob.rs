@@ -110,6 +110,16 @@ pub(crate) fn udims(dims: &[i64]) -> PyResult<Vec<usize>> {
     Ok(core(Shape::from_i64(dims))?.dims().to_vec())
 }
 
+/// A sequence of non-negative indices (Caffe's `vector<int>` index), or
+/// None for anything else (an integer).
+fn index_list(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<usize>>> {
+    if obj.is_instance_of::<pyo3::types::PyInt>() || obj.extract::<i64>().is_ok() {
+        return Ok(None);
+    }
+    let v: Vec<i64> = obj.extract()?;
+    Ok(Some(v.iter().map(|&i| uidx(i, "index")).collect::<PyResult<Vec<_>>>()?))
+}
+
 /// Caffe's (n, c, h, w), each non-negative.
 fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> PyResult<[usize; 4]> {
     Ok([uidx(n, "n")?, uidx(c, "c")?, uidx(h, "h")?, uidx(w, "w")?])
@@ -362,17 +372,25 @@ impl PyBlob {
         core(self.b.legacy_offset(n, c, h, w))
     }
 
-    /// Caffe ``data_at(n, c=0, h=0, w=0)``: the element there, as a float.
+    /// Caffe ``data_at``: ``data_at(index)`` with a sequence of leading
+    /// indices, or ``data_at(n, c=0, h=0, w=0)`` on the legacy shape; the
+    /// element as a float.
     #[pyo3(signature = (n, c = 0, h = 0, w = 0))]
-    fn data_at(&self, n: i64, c: i64, h: i64, w: i64) -> PyResult<f64> {
-        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+    fn data_at(&self, n: &Bound<'_, PyAny>, c: i64, h: i64, w: i64) -> PyResult<f64> {
+        if let Some(idx) = index_list(n)? {
+            return core(self.b.data_at_index(&idx));
+        }
+        let [n, c, h, w] = legacy_index(n.extract()?, c, h, w)?;
         core(self.b.data_at(n, c, h, w))
     }
 
-    /// Caffe ``diff_at(n, c=0, h=0, w=0)``: the diff's element there.
+    /// Caffe ``diff_at``: as ``data_at``, for the diff (0 before it exists).
     #[pyo3(signature = (n, c = 0, h = 0, w = 0))]
-    fn diff_at(&self, n: i64, c: i64, h: i64, w: i64) -> PyResult<f64> {
-        let [n, c, h, w] = legacy_index(n, c, h, w)?;
+    fn diff_at(&self, n: &Bound<'_, PyAny>, c: i64, h: i64, w: i64) -> PyResult<f64> {
+        if let Some(idx) = index_list(n)? {
+            return core(self.b.diff_at_index(&idx));
+        }
+        let [n, c, h, w] = legacy_index(n.extract()?, c, h, w)?;
         core(self.b.diff_at(n, c, h, w))
     }
 

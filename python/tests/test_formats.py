@@ -288,6 +288,11 @@ def test_caffe_legacy_offset_and_data_at():
     assert m.data_at(1, 3) == 8.0
     with pytest.raises(bc.OutOfRangeError, match="legacy dim 1"):
         m.data_at(0, 0, 1)
+    # data_at(index): leading indices, missing trailing ones read as 0.
+    assert b.data_at([1, 2, 3, 4]) == a[1, 2, 3, 4] and b.data_at([1, 2]) == a[1, 2, 0, 0]
+    assert b.diff_at([1, 2, 3, 4]) == 0.0
+    with pytest.raises(bc.OutOfRangeError):
+        b.data_at([0, 3])
 
 
 def test_caffe_shape_equals_with_the_real_legacy_file():

@@ -212,9 +212,9 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_shape_string(fake, text, sizeof text, &len));
         CHECK(strcmp(text, "abc") == 0);
     }
-    BAD(BLOB_ERR_SHAPE, "reshape", blob_copy_from_caffe(a, c, false, false));
-    BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_copy_from_caffe(a, b, false, true));
-    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from_caffe(fake, a, false, false));
+    BAD(BLOB_ERR_SHAPE, "reshape", blob_copy_from_blob(a, c, false, false));
+    BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_copy_from_blob(a, b, false, true));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from_blob(fake, a, false, false));
     BAD(BLOB_ERR_DTYPE, "", blob_share_data(a, b));
     BAD(BLOB_ERR_SHAPE, "", blob_share_data(a, v));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_share_data(a, fake));

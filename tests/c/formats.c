@@ -179,8 +179,8 @@ int main(int argc, char **argv) {
         CHECK(blob_capacity(a, &n) == BLOB_OK && n == 150528);
         CHECK(blob_create_tensor(NULL, BLOB_F32, mnist, 4, &c) == BLOB_OK);
         CHECK(blob_copy_from_host(a, six, sizeof six) == BLOB_OK);
-        CHECK(blob_copy_from_caffe(c, a, false, false) == BLOB_ERR_SHAPE);
-        CHECK(blob_copy_from_caffe(c, a, false, true) == BLOB_OK);
+        CHECK(blob_copy_from_blob(c, a, false, false) == BLOB_ERR_SHAPE);
+        CHECK(blob_copy_from_blob(c, a, false, true) == BLOB_OK);
         CHECK(blob_copy_to_host(c, got, sizeof got) == BLOB_OK && memcmp(got, six, sizeof six) == 0);
         CHECK(blob_create_tensor(NULL, BLOB_F32, small, 2, &d) == BLOB_OK);
         CHECK(blob_share_data(d, a) == BLOB_OK);
