@@ -375,6 +375,15 @@ int32_t blob_clone_as(const struct Blob *b, int32_t dtype, struct Blob **out);
 // NeoML `GetTransposed`: a contiguous copy with axes d1 and d2 swapped.
 int32_t blob_transposed(const struct Blob *b, int32_t d1, int32_t d2, struct Blob **out);
 
+// NeoML `GetTransposed(d1, d2)` with named dims (`BLOB_DIM_*`): the blob
+// seen through its 7 padded named dims with `d1` and `d2` swapped. The
+// result keeps the blob's rank when the padding stays 1, else has rank 7.
+int32_t blob_transposed_dims(const struct Blob *b, int32_t d1, int32_t d2, struct Blob **out);
+
+// NeoML `TransposeFrom(src, d1, d2)` with named dims (`BLOB_DIM_*`):
+// `dst`'s 7 padded dims must be `src`'s with `d1` and `d2` swapped.
+int32_t blob_transpose_from_dims(struct Blob *dst, const struct Blob *src, int32_t d1, int32_t d2);
+
 // The Caffe diff companion (same dims and dtype, created on first use) as a new handle.
 int32_t blob_diff(const struct Blob *b, struct Blob **out);
 
@@ -530,6 +539,16 @@ int32_t blob_merge_objects(const struct Blob *const *from, size_t n, struct Blob
 // NeoML `SplitByObject`.
 int32_t blob_split_objects(const struct Blob *from, struct Blob *const *to, size_t n);
 
+// NeoML `MergeByDim` along a named dim (`BLOB_DIM_*`): every blob is seen
+// through its 7 named dims (its shape padded with trailing 1s), so
+// vectors merge along `BLOB_DIM_CHANNELS` into a `{n,1,1,1,1,1,k}` blob.
+// Unlike `blob_merge`, whose `axis` is a plain axis of equal-rank blobs.
+int32_t blob_merge_dim(const struct Blob *const *from, size_t n, int32_t blob_dim, struct Blob *to);
+
+// NeoML `SplitByDim` along a named dim (`BLOB_DIM_*`): the inverse of
+// `blob_merge_dim`; part sizes come from the `to` blobs' named dims.
+int32_t blob_split_dim(const struct Blob *from, int32_t blob_dim, struct Blob *const *to, size_t n);
+
 // `b += other` (same dims and dtype).
 int32_t blob_add(struct Blob *b, const struct Blob *other);
 
@@ -588,7 +607,9 @@ int32_t blob_object_size(const struct Blob *b, int64_t *out);
 // Height * Width * Depth.
 int32_t blob_geometrical_size(const struct Blob *b, int64_t *out);
 
-// Whether the two blobs have the same dims.
+// NeoML `HasEqualDimensions`: whether the two blobs' 7 padded named dims
+// are equal (`{2, 3}` equals `{2, 3, 1}`); blobs of rank > 7 compare
+// their dims exactly.
 int32_t blob_has_equal_dims(const struct Blob *a, const struct Blob *b, bool *out_eq);
 
 // Caffe `count(start, end)`: product of dims in [start, end).

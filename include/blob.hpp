@@ -158,6 +158,22 @@ public:
         check(blob_transposed(h_, d1, d2, &t));
         return Blob(t);
     }
+    /// NeoML GetTransposed by named dims (BLOB_DIM_*), on the 7 padded dims.
+    Blob transposed_dims(int32_t d1, int32_t d2) const {
+        ::Blob *t = nullptr;
+        check(blob_transposed_dims(h_, d1, d2, &t));
+        return Blob(t);
+    }
+    /// NeoML TransposeFrom by named dims (BLOB_DIM_*).
+    void transpose_from_dims(const Blob &src, int32_t d1, int32_t d2) {
+        check(blob_transpose_from_dims(h_, src.h_, d1, d2));
+    }
+    /// NeoML HasEqualDimensions: the 7 padded named dims are equal.
+    bool has_equal_dims(const Blob &o) const {
+        bool eq = false;
+        check(blob_has_equal_dims(h_, o.h_, &eq));
+        return eq;
+    }
     /// numpy.transpose(b, axes) as a new dense blob (negative axes count from the end).
     Blob permuted(const std::vector<int32_t> &axes) const {
         ::Blob *t = nullptr;
@@ -258,6 +274,21 @@ inline void merge(const std::vector<const Blob *> &parts, int32_t axis, Blob &to
     std::vector<const ::Blob *> hs;
     for (const Blob *p : parts) hs.push_back(p->get());
     check(blob_merge(hs.data(), hs.size(), axis, to.get()));
+}
+
+/// Merges `parts` into `to` along a named dim (BLOB_DIM_*), every blob
+/// padded to 7 named dims (NeoML MergeByDim).
+inline void merge_dim(const std::vector<const Blob *> &parts, int32_t blob_dim, Blob &to) {
+    std::vector<const ::Blob *> hs;
+    for (const Blob *p : parts) hs.push_back(p->get());
+    check(blob_merge_dim(hs.data(), hs.size(), blob_dim, to.get()));
+}
+
+/// Splits `from` into `parts` along a named dim (NeoML SplitByDim).
+inline void split_dim(const Blob &from, int32_t blob_dim, const std::vector<Blob *> &parts) {
+    std::vector< ::Blob *> hs;
+    for (Blob *p : parts) hs.push_back(p->get());
+    check(blob_split_dim(from.get(), blob_dim, hs.data(), hs.size()));
 }
 
 }  // namespace blob

@@ -625,9 +625,12 @@ impl Blob {
         self.state().shape.geometrical_size()
     }
 
-    /// True when both blobs have the same dims (NeoML `HasEqualDimensions`).
+    /// NeoML `HasEqualDimensions`: true when the 7 padded named dims are
+    /// equal (`[2, 3]` and `[2, 3, 1]` are); blobs of rank > 7 compare
+    /// their dims exactly. Compare [`Blob::dims`] for NumPy's shape
+    /// equality.
     pub fn has_equal_dims(&self, other: &Blob) -> bool {
-        self.dims() == other.dims()
+        self.shape().has_equal_dims(&other.shape())
     }
 
     /// Caffe `count(start, end)`.

@@ -270,6 +270,28 @@ impl Shape {
         Ok(out)
     }
 
+    /// The shape a named-dim operation gives when its operand had rank
+    /// `rank`: the first `rank` of the 7 named dims when the others are
+    /// all 1 (so a vector stays a vector), else all 7.
+    pub fn from_named(named: &[usize; 7], rank: usize) -> Result<Shape> {
+        let r = rank.min(BlobDim::COUNT);
+        if named[r..].iter().all(|&d| d == 1) {
+            Shape::new(&named[..r])
+        } else {
+            Shape::new(named)
+        }
+    }
+
+    /// NeoML `HasEqualDimensions`: equal when the 7 padded named dims are
+    /// equal (so `[2, 3]` equals `[2, 3, 1]`); shapes of rank > 7 compare
+    /// their dims exactly.
+    pub fn has_equal_dims(&self, other: &Shape) -> bool {
+        match (self.named_dims(), other.named_dims()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => self.dims == other.dims,
+        }
+    }
+
     /// The size of one named dim (1 beyond the rank). A Shape error for rank > 7.
     pub fn named_dim(&self, d: BlobDim) -> Result<usize> {
         Ok(self.named_dims()?[d.index()])

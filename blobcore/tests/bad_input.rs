@@ -158,6 +158,21 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // NeoML named dims on the padded 7 dims.
+        SHAPE, "differ only at axis 6", |f| Blob::merge_dim(&[&f.a, &f.v], BlobDim::Channels, &f.c);
+        SHAPE, "add up", |f| Blob::merge_dim(&[&f.a], BlobDim::Channels, &Blob::tensor(&f.e, DType::F32, &[2, 3, 1, 1, 1, 1, 2])?);
+        INVALID_ARGUMENT, "shares memory", |f| Blob::merge_dim(&[&f.w, &f.w], BlobDim::BatchLength, &f.a);
+        DTYPE, "", |f| Blob::merge_dim(&[&f.a, &f.a], BlobDim::Channels, &f.b);
+        INVALID_ARGUMENT, "empty", |f| Blob::merged_dim(&[], BlobDim::Channels);
+        SHAPE, "differ only", |f| Blob::merged_dim(&[&f.a, &f.c], BlobDim::Channels);
+        SHAPE, "add up", |f| Blob::split_dim(&f.a, BlobDim::BatchWidth, &[&Blob::tensor(&f.e, DType::F32, &[2, 2])?]);
+        INVALID_ARGUMENT, "shares memory with the source", |f| Blob::split_dim(&f.a, BlobDim::BatchLength, &[&f.w, &f.w]);
+        SHAPE, "do not add up", |f| f.a.split_sizes_dim(BlobDim::Channels, &[2]);
+        SHAPE, "do not divide", |f| f.a.split_equal_dim(BlobDim::BatchWidth, 2);
+        SHAPE, "rank 8", |f| Blob::tensor(&f.e, DType::F32, &[1; 8])?.transposed_dims(BlobDim::Height, BlobDim::Width);
+        SHAPE, "but the destination", |f| f.a.transpose_from_dims(&f.a, BlobDim::BatchLength, BlobDim::BatchWidth);
+        DTYPE, "dtypes differ", |f| f.a.transpose_from_dims(&f.b, BlobDim::Height, BlobDim::Width);
+        UNSUPPORTED, "blocked", |f| f.blocked.transposed_dims(BlobDim::Height, BlobDim::Channels);
         // NumPy indexing, casts and read-only blobs.
         OUT_OF_RANGE, "out of bounds for axis 0", |f| f.a.index(&[Index::At(2)]);
         OUT_OF_RANGE, "out of bounds for axis 1", |f| f.a.index(&[Index::ALL, Index::At(-4)]);

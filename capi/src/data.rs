@@ -2,7 +2,7 @@
 
 use crate::handles::{self, Blob};
 use crate::status::{array, dims as parse_dims, ffi, out, put};
-use blobcore::{DType, Error};
+use blobcore::{BlobDim, DType, Error};
 use std::ffi::c_void;
 
 fn host_len(byte_len: usize) -> Result<(), Error> {
@@ -161,6 +161,24 @@ pub extern "C" fn blob_clone_as(b: *const Blob, dtype: i32, out: *mut *mut Blob)
 #[no_mangle]
 pub extern "C" fn blob_transposed(b: *const Blob, d1: i32, d2: i32, out: *mut *mut Blob) -> i32 {
     derive(b, out, |b| b.transposed(d1 as isize, d2 as isize))
+}
+
+/// NeoML `GetTransposed(d1, d2)` with named dims (`BLOB_DIM_*`): the blob
+/// seen through its 7 padded named dims with `d1` and `d2` swapped. The
+/// result keeps the blob's rank when the padding stays 1, else has rank 7.
+#[no_mangle]
+pub extern "C" fn blob_transposed_dims(b: *const Blob, d1: i32, d2: i32, out: *mut *mut Blob) -> i32 {
+    derive(b, out, |b| b.transposed_dims(BlobDim::from_index(d1 as i64)?, BlobDim::from_index(d2 as i64)?))
+}
+
+/// NeoML `TransposeFrom(src, d1, d2)` with named dims (`BLOB_DIM_*`):
+/// `dst`'s 7 padded dims must be `src`'s with `d1` and `d2` swapped.
+#[no_mangle]
+pub extern "C" fn blob_transpose_from_dims(dst: *mut Blob, src: *const Blob, d1: i32, d2: i32) -> i32 {
+    ffi!({
+        let (d1, d2) = (BlobDim::from_index(d1 as i64)?, BlobDim::from_index(d2 as i64)?);
+        handles::blob(dst, "dst")?.transpose_from_dims(&handles::blob(src, "src")?, d1, d2)
+    })
 }
 
 /// The Caffe diff companion (same dims and dtype, created on first use) as a new handle.

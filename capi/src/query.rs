@@ -95,7 +95,9 @@ pub extern "C" fn blob_geometrical_size(b: *const Blob, out: *mut i64) -> i32 {
     query(b, out, |b| Ok(i64_of(b.geometrical_size()?)))
 }
 
-/// Whether the two blobs have the same dims.
+/// NeoML `HasEqualDimensions`: whether the two blobs' 7 padded named dims
+/// are equal (`{2, 3}` equals `{2, 3, 1}`); blobs of rank > 7 compare
+/// their dims exactly.
 #[no_mangle]
 pub extern "C" fn blob_has_equal_dims(a: *const Blob, b: *const Blob, out_eq: *mut bool) -> i32 {
     ffi!({

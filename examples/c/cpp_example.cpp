@@ -34,6 +34,13 @@ int main() {
         auto m = blob::Blob::tensor(BLOB_F32, {3, 5});
         m.assign(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
         if (m.legacy_offset(2, 4) != 14 || m.data_at(1, 3) != 8.0 || m.diff_at(1, 3) != 0.0) return 1;
+        // NeoML's named dims on a matrix: BatchLength 3 x BatchWidth 5,
+        // padded to 7 dims. Two matrices merge along Channels.
+        auto mc = blob::Blob::tensor(BLOB_F32, {3, 5, 1, 1, 1, 1, 2});
+        blob::merge_dim({&m, &m}, BLOB_DIM_CHANNELS, mc);
+        if (mc.to_vector<float>()[3] != 1.0f || !m.has_equal_dims(blob::Blob::tensor(BLOB_F32, {3, 5, 1}))) return 1;
+        auto mt = m.transposed_dims(BLOB_DIM_BATCH_WIDTH, BLOB_DIM_CHANNELS);
+        if (mt.shape_string() != "3 1 1 1 1 1 5 (15)") return 1;
         try {
             w.set_parent_pos(3);
             return 1;

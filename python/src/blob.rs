@@ -140,11 +140,29 @@ pub(crate) fn as_named_dim(obj: &Bound<'_, PyAny>) -> PyResult<Option<BlobDim>> 
     Ok(None)
 }
 
-/// An axis argument: an int (negative counts from the end) or a `bc.Dim`.
-pub(crate) fn axis_of(b: &Blob, obj: &Bound<'_, PyAny>) -> PyResult<isize> {
-    match as_named_dim(obj)? {
-        Some(d) => core(b.named_axis(d)),
-        None => obj.extract::<isize>().map_err(|_| raise("OutOfRangeError", format!("axis must be an int or a bc.Dim, not {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
+/// An axis argument: an int (a NumPy axis; negative counts from the end)
+/// or a `bc.Dim` (a NeoML named dim, on the blob padded to 7 dims).
+#[derive(Clone, Copy)]
+pub(crate) enum Axis {
+    At(isize),
+    Named(BlobDim),
+}
+
+impl Axis {
+    pub(crate) fn of(obj: &Bound<'_, PyAny>) -> PyResult<Axis> {
+        match as_named_dim(obj)? {
+            Some(d) => Ok(Axis::Named(d)),
+            None => obj.extract::<isize>().map(Axis::At).map_err(|_| raise("OutOfRangeError", format!("axis must be an int or a bc.Dim, not {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
+        }
+    }
+}
+
+/// Two axes of one kind: both ints or both `bc.Dim`s.
+pub(crate) fn axis_pair(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Result<(isize, isize), (BlobDim, BlobDim)>> {
+    match (Axis::of(a)?, Axis::of(b)?) {
+        (Axis::At(x), Axis::At(y)) => Ok(Ok((x, y))),
+        (Axis::Named(x), Axis::Named(y)) => Ok(Err((x, y))),
+        _ => Err(raise("InvalidArgumentError", "give two ints (NumPy axes) or two bc.Dim members (named dims), not one of each")),
     }
 }
 
@@ -596,16 +614,34 @@ impl PyBlob {
         Ok(Self::new(core(self.b.clone_as(d))?))
     }
 
-    /// ``numpy.swapaxes(b, d1, d2)`` as a new dense blob.
-    fn transposed(&self, py: Python<'_>, d1: isize, d2: isize) -> PyResult<Self> {
+    /// ``numpy.swapaxes(b, d1, d2)`` as a new dense blob. With two
+    /// ``bc.Dim`` members, NeoML's ``GetTransposed`` on the blob padded to
+    /// 7 named dims (the result keeps the rank while the padding stays 1,
+    /// else has rank 7).
+    fn transposed(&self, py: Python<'_>, d1: &Bound<'_, PyAny>, d2: &Bound<'_, PyAny>) -> PyResult<Self> {
         let b = self.b.clone();
-        Ok(Self::new(run(py, b.is_small(), move || b.transposed(d1, d2))?))
+        let out = match axis_pair(d1, d2)? {
+            Ok((x, y)) => run(py, b.is_small(), move || b.transposed(x, y))?,
+            Err((x, y)) => run(py, b.is_small(), move || b.transposed_dims(x, y))?,
+        };
+        Ok(Self::new(out))
     }
 
-    /// Writes ``swapaxes(src, d1, d2)`` into this blob.
-    fn transpose_from(&self, py: Python<'_>, src: PyRef<'_, PyBlob>, d1: isize, d2: isize) -> PyResult<()> {
+    /// Writes ``swapaxes(src, d1, d2)`` into this blob (two ``bc.Dim``
+    /// members: on the 7 padded named dims).
+    fn transpose_from(&self, py: Python<'_>, src: PyRef<'_, PyBlob>, d1: &Bound<'_, PyAny>, d2: &Bound<'_, PyAny>) -> PyResult<()> {
         let (b, s) = (self.b.clone(), src.b.clone());
-        run(py, b.is_small(), move || b.transpose_from(&s, d1, d2))
+        match axis_pair(d1, d2)? {
+            Ok((x, y)) => run(py, b.is_small(), move || b.transpose_from(&s, x, y)),
+            Err((x, y)) => run(py, b.is_small(), move || b.transpose_from_dims(&s, x, y)),
+        }
+    }
+
+    /// NeoML ``HasEqualDimensions``: True when the 7 padded named dims are
+    /// equal (``[2, 3]`` and ``[2, 3, 1]`` are); blobs of rank > 7 compare
+    /// their dims exactly. ``b.shape == other.shape`` is NumPy's equality.
+    fn has_equal_dims(&self, other: PyRef<'_, PyBlob>) -> bool {
+        self.b.has_equal_dims(&other.b)
     }
 
     /// ``numpy.transpose(b, axes)`` as a new dense blob (a copy; ``b.T``

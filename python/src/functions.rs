@@ -1,6 +1,6 @@
 //! Module-level functions: merge/split, DLPack import, file loaders.
 
-use crate::blob::{axis_of, engine_of, run, PyBlob, PyEngine};
+use crate::blob::{engine_of, run, Axis, PyBlob, PyEngine};
 use crate::dlpack;
 use crate::errors::raise;
 use blobcore::Blob;
@@ -15,10 +15,10 @@ fn first(list: &[Blob], what: &str) -> PyResult<Blob> {
     list.first().cloned().ok_or_else(|| raise("InvalidArgumentError", format!("{what}: no blobs given")))
 }
 
-fn axis_or_0(b: &Blob, axis: Option<&Bound<'_, PyAny>>) -> PyResult<isize> {
+fn axis_or_0(axis: Option<&Bound<'_, PyAny>>) -> PyResult<Axis> {
     match axis {
-        Some(a) if !a.is_none() => axis_of(b, a),
-        _ => Ok(0),
+        Some(a) if !a.is_none() => Axis::of(a),
+        _ => Ok(Axis::At(0)),
     }
 }
 
@@ -27,63 +27,83 @@ fn small(list: &[Blob]) -> bool {
 }
 
 /// ``numpy.concatenate(blobs, axis)`` into a new blob (NeoML ``MergeByDim``).
-/// ``axis`` is an int or a ``bc.Dim``.
+/// ``axis`` is an int (NumPy axis) or a ``bc.Dim`` (named dim: every blob
+/// padded to 7 dims, as NeoML does; the result keeps the largest rank
+/// while the padding stays 1, else has rank 7).
 #[pyfunction]
 #[pyo3(signature = (blobs, axis=None))]
 pub fn merge(py: Python<'_>, blobs: Vec<PyRef<'_, PyBlob>>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<PyBlob> {
     let v = self::blobs(&blobs);
-    let a = axis_or_0(&first(&v, "merge")?, axis)?;
+    first(&v, "merge")?;
+    let a = axis_or_0(axis)?;
     let s = small(&v);
     Ok(PyBlob::new(run(py, s, move || {
         let refs: Vec<&Blob> = v.iter().collect();
-        Blob::merged(&refs, a)
+        match a {
+            Axis::At(a) => Blob::merged(&refs, a),
+            Axis::Named(d) => Blob::merged_dim(&refs, d),
+        }
     })?))
 }
 
-/// Merges ``blobs`` along ``axis`` into the preallocated ``to``.
+/// Merges ``blobs`` along ``axis`` (int or ``bc.Dim``) into the
+/// preallocated ``to``.
 #[pyfunction]
 #[pyo3(signature = (blobs, to, axis=None))]
 pub fn merge_into(py: Python<'_>, blobs: Vec<PyRef<'_, PyBlob>>, to: PyRef<'_, PyBlob>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let v = self::blobs(&blobs);
     let t = to.b.clone();
-    let a = axis_or_0(&t, axis)?;
+    let a = axis_or_0(axis)?;
     let s = small(&v) && t.is_small();
     run(py, s, move || {
         let refs: Vec<&Blob> = v.iter().collect();
-        Blob::merge(&refs, a, &t)
+        match a {
+            Axis::At(a) => Blob::merge(&refs, a, &t),
+            Axis::Named(d) => Blob::merge_dim(&refs, d, &t),
+        }
     })
 }
 
 /// ``numpy.split``-like: ``parts`` is a number of equal parts or a list of
-/// sizes along ``axis``; returns new blobs.
+/// sizes along ``axis`` (int or ``bc.Dim``); returns new blobs.
 #[pyfunction]
 #[pyo3(signature = (blob, parts, axis=None))]
 pub fn split(py: Python<'_>, blob: PyRef<'_, PyBlob>, parts: &Bound<'_, PyAny>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<PyBlob>> {
     let b = blob.b.clone();
-    let a = axis_or_0(&b, axis)?;
+    let a = axis_or_0(axis)?;
     let s = b.is_small();
     let out = if let Ok(n) = parts.extract::<i64>() {
         let n = crate::blob::uidx(n, "number of parts")?;
-        run(py, s, move || b.split_equal(a, n))?
+        run(py, s, move || match a {
+            Axis::At(a) => b.split_equal(a, n),
+            Axis::Named(d) => b.split_equal_dim(d, n),
+        })?
     } else {
         let sizes: Vec<i64> = parts.extract().map_err(|_| raise("InvalidArgumentError", "parts must be an int or a list of sizes"))?;
         let sizes = sizes.iter().map(|&x| crate::blob::uidx(x, "part size")).collect::<PyResult<Vec<_>>>()?;
-        run(py, s, move || b.split_sizes(a, &sizes))?
+        run(py, s, move || match a {
+            Axis::At(a) => b.split_sizes(a, &sizes),
+            Axis::Named(d) => b.split_sizes_dim(d, &sizes),
+        })?
     };
     Ok(out.into_iter().map(PyBlob::new).collect())
 }
 
-/// Splits ``blob`` along ``axis`` into the preallocated ``tos``.
+/// Splits ``blob`` along ``axis`` (int or ``bc.Dim``) into the
+/// preallocated ``tos``.
 #[pyfunction]
 #[pyo3(signature = (blob, tos, axis=None))]
 pub fn split_into(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_, PyBlob>>, axis: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let b = blob.b.clone();
     let v = blobs(&tos);
-    let a = axis_or_0(&b, axis)?;
+    let a = axis_or_0(axis)?;
     let s = b.is_small();
     run(py, s, move || {
         let refs: Vec<&Blob> = v.iter().collect();
-        Blob::split(&b, a, &refs)
+        match a {
+            Axis::At(a) => Blob::split(&b, a, &refs),
+            Axis::Named(d) => Blob::split_dim(&b, d, &refs),
+        }
     })
 }
 

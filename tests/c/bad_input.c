@@ -212,6 +212,29 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_shape_string(fake, text, sizeof text, &len));
         CHECK(strcmp(text, "abc") == 0);
     }
+    /* NeoML named dims (BLOB_DIM_*) on the padded 7 dims. */
+    {
+        const Blob *av[2];
+        Blob *vv[2];
+        av[0] = a;
+        av[1] = v;
+        vv[0] = w;
+        vv[1] = w;
+        BAD(BLOB_ERR_SHAPE, "differ only at axis 6", blob_merge_dim(av, 2, BLOB_DIM_CHANNELS, c));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_merge_dim(av, 2, 7, c));
+        BAD(BLOB_ERR_NULL_POINTER, "from", blob_merge_dim(NULL, 2, BLOB_DIM_CHANNELS, c));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_merge_dim(av, 2, BLOB_DIM_CHANNELS, fake));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "shares memory", blob_split_dim(a, BLOB_DIM_BATCH_LENGTH, vv, 2));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "named dim -1", blob_split_dim(c, -1, vv, 2));
+        BAD(BLOB_ERR_NULL_POINTER, "to", blob_split_dim(c, BLOB_DIM_CHANNELS, NULL, 2));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 9", blob_transposed_dims(a, 9, 0, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_transposed_dims(a, 0, 1, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_transposed_dims(fake, 0, 1, &out));
+        BAD(BLOB_ERR_SHAPE, "destination", blob_transpose_from_dims(a, a, BLOB_DIM_BATCH_LENGTH, BLOB_DIM_BATCH_WIDTH));
+        BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_transpose_from_dims(a, b, BLOB_DIM_HEIGHT, BLOB_DIM_WIDTH));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_transpose_from_dims(a, c, 7, 0));
+        CHECK(out == sentinel);
+    }
     BAD(BLOB_ERR_SHAPE, "reshape", blob_copy_from_blob(a, c, false, false));
     BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_copy_from_blob(a, b, false, true));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from_blob(fake, a, false, false));

@@ -50,7 +50,7 @@ impl Blob {
         if self.dtype() != src.dtype() {
             return Err(err!(DType, "copy_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
         }
-        if !self.has_equal_dims(src) {
+        if self.dims() != src.dims() {
             if !reshape {
                 return Err(err!(
                     Shape,

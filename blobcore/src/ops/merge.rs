@@ -6,7 +6,7 @@ use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
 use crate::ops::{gpu, par_copy, strided, TASK_BYTES};
-use crate::shape::BlobDim;
+use crate::shape::{BlobDim, Shape};
 use rayon::prelude::*;
 
 /// Copies `src` into `dst` (equal lengths) with constant-size copies for
@@ -159,35 +159,47 @@ fn check_same_dtype(blobs: &[&Blob], with: &Blob, op: &str) -> Result<()> {
 /// checking every dim.
 fn axis_plan(parts: &[Region], axis: isize, whole: &Region, op: &str) -> Result<Plan> {
     let ax = whole.shape.canonical_axis(axis)?;
-    let wd = whole.shape.dims();
+    let dims: Vec<&[usize]> = parts.iter().map(|p| p.shape.dims()).collect();
+    dims_plan(&dims, ax, whole.shape.dims(), whole.dtype.size(), op)
+}
+
+/// The plan for concatenating `parts` along the named dim `d` into
+/// `whole`, every blob seen through its 7 padded named dims (NeoML's
+/// `MergeByDim`, which accepts blobs of any rank <= 7 this way).
+fn named_plan(parts: &[Region], d: BlobDim, whole: &Region, op: &str) -> Result<Plan> {
+    let named: Vec<[usize; 7]> = parts.iter().map(|p| p.shape.named_dims()).collect::<Result<_>>()?;
+    let dims: Vec<&[usize]> = named.iter().map(|n| &n[..]).collect();
+    dims_plan(&dims, d.index(), &whole.shape.named_dims()?, whole.dtype.size(), op)
+}
+
+/// The plan for concatenating parts of dims `parts` along axis `ax` into a
+/// whole of dims `whole` (elements of `es` bytes), after checking that
+/// ranks are equal, dims differ only at `ax` and those sizes add up.
+fn dims_plan(parts: &[&[usize]], ax: usize, whole: &[usize], es: usize, op: &str) -> Result<Plan> {
     let mut sum = 0usize;
-    for (i, p) in parts.iter().enumerate() {
-        let pd = p.shape.dims();
-        if pd.len() != wd.len() {
-            return Err(err!(Shape, "{op}: blob {i} has rank {} but the merged blob has rank {}", pd.len(), wd.len()));
+    for (i, pd) in parts.iter().enumerate() {
+        if pd.len() != whole.len() {
+            return Err(err!(Shape, "{op}: blob {i} has rank {} but the merged blob has rank {}", pd.len(), whole.len()));
         }
-        for (k, (&a, &b)) in pd.iter().zip(wd).enumerate() {
+        for (k, (&a, &b)) in pd.iter().zip(whole).enumerate() {
             if k != ax && a != b {
                 return Err(err!(
                     Shape,
-                    "{op}: blob {i} is {} but the merged blob is {}; they may differ only at axis {ax}",
-                    p.shape,
-                    whole.shape
+                    "{op}: blob {i} is {pd:?} but the merged blob is {whole:?}; they may differ only at axis {ax}"
                 ));
             }
         }
         sum += pd[ax];
     }
-    if sum != wd[ax] {
+    if sum != whole[ax] {
         return Err(err!(
             Shape,
             "{op}: the parts' axis {ax} sizes add up to {sum} but the merged blob's is {}",
-            wd[ax]
+            whole[ax]
         ));
     }
-    let es = whole.dtype.size();
-    let outer = whole.shape.count_range(0, ax)?;
-    let chunks = parts.iter().map(|p| p.shape.count_range(ax, p.shape.rank()).map(|c| c * es)).collect::<Result<_>>()?;
+    let outer: usize = whole[..ax].iter().product();
+    let chunks = parts.iter().map(|pd| pd[ax..].iter().product::<usize>() * es).collect();
     Ok(Plan::new(outer, chunks))
 }
 
@@ -345,6 +357,76 @@ impl Blob {
             return Err(err!(Shape, "split: {n} equal parts do not divide axis size {size}"));
         }
         self.split_sizes(axis, &vec![size / n; n])
+    }
+
+    /// NeoML `MergeByDim(d)` with a named dim: every blob is seen through
+    /// its 7 named dims (its shape padded with trailing 1s), so a vector
+    /// or a matrix merges along `Channels` as NeoML does. Blobs of
+    /// different ranks merge when their padded dims agree. Rank > 7 is a
+    /// Shape error.
+    pub fn merge_dim(from: &[&Blob], d: BlobDim, to: &Blob) -> Result<()> {
+        run_merge(from, to, "merge", |p, w| named_plan(p, d, w, "merge"))
+    }
+
+    /// NeoML `SplitByDim(d)` with a named dim: the inverse of
+    /// [`Blob::merge_dim`].
+    pub fn split_dim(from: &Blob, d: BlobDim, to: &[&Blob]) -> Result<()> {
+        run_split(from, to, "split", |p, w| named_plan(p, d, w, "split"))
+    }
+
+    /// Merges along a named dim into a new blob. Its rank is the largest
+    /// rank `r` of the parts when its named dims past `r` stay 1, else 7
+    /// (see [`Shape::from_named`]).
+    pub fn merged_dim(from: &[&Blob], d: BlobDim) -> Result<Blob> {
+        let first = from.first().ok_or_else(|| err!(InvalidArgument, "merge: the list of blobs is empty"))?;
+        let mut named = first.shape().named_dims()?;
+        let mut rank = 0;
+        let mut total = 0usize;
+        for b in from {
+            let s = b.shape();
+            rank = rank.max(s.rank());
+            total = total
+                .checked_add(s.named_dim(d)?)
+                .ok_or_else(|| err!(Shape, "merge: merged size of {d:?} overflows"))?;
+        }
+        named[d.index()] = total;
+        let out = Blob::new(first.engine(), first.dtype(), Shape::from_named(&named, rank)?)?;
+        Blob::merge_dim(from, d, &out)?;
+        Ok(out)
+    }
+
+    /// Splits along a named dim into new blobs whose sizes there are
+    /// `sizes` (adding up to the blob's). Each part keeps this blob's rank
+    /// when its padded dims stay 1, else has rank 7.
+    pub fn split_sizes_dim(&self, d: BlobDim, sizes: &[usize]) -> Result<Vec<Blob>> {
+        let shape = self.shape();
+        let named = shape.named_dims()?;
+        let size = named[d.index()];
+        let sum = sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s));
+        if sizes.is_empty() || sum != Some(size) {
+            return Err(err!(Shape, "split: sizes {sizes:?} do not add up to {d:?}'s size {size}"));
+        }
+        let parts: Vec<Blob> = sizes
+            .iter()
+            .map(|&s| {
+                let mut n = named;
+                n[d.index()] = s;
+                Blob::new(self.engine(), self.dtype(), Shape::from_named(&n, shape.rank())?)
+            })
+            .collect::<Result<_>>()?;
+        let refs: Vec<&Blob> = parts.iter().collect();
+        Blob::split_dim(self, d, &refs)?;
+        Ok(parts)
+    }
+
+    /// Splits into `n` equal parts along a named dim: a Shape error unless
+    /// `n` divides its size.
+    pub fn split_equal_dim(&self, d: BlobDim, n: usize) -> Result<Vec<Blob>> {
+        let size = self.named_dim(d)?;
+        if n == 0 || size % n != 0 {
+            return Err(err!(Shape, "split: {n} equal parts do not divide {d:?}'s size {size}"));
+        }
+        self.split_sizes_dim(d, &vec![size / n; n])
     }
 
     /// The axis index of a named dim, checked against a blob's rank.

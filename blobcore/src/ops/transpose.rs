@@ -5,6 +5,8 @@
 
 use crate::blob::Blob;
 use crate::error::{err, Result};
+use crate::index::Index;
+use crate::shape::{BlobDim, Shape};
 
 impl Blob {
     /// NeoML `GetTransposed(d1, d2)`: a new blob with axes `d1` and `d2`
@@ -40,6 +42,42 @@ impl Blob {
         let mut axes: Vec<usize> = (0..s.rank()).collect();
         axes.swap(a, b);
         self.permute_from_by(src, &axes)
+    }
+
+    /// NeoML `GetTransposed(d1, d2)` with named dims: the blob seen
+    /// through its 7 padded named dims with `d1` and `d2` swapped, so a
+    /// matrix transposes with `Channels` as NeoML does. The result keeps
+    /// this blob's rank when the swap leaves the padded dims 1, else has
+    /// rank 7 ([`Shape::from_named`]).
+    pub fn transposed_dims(&self, d1: BlobDim, d2: BlobDim) -> Result<Blob> {
+        let rank = self.rank();
+        let out = self.named_view()?.transposed(d1.index() as isize, d2.index() as isize)?;
+        let named = out.shape().named_dims()?;
+        out.reshape(Shape::from_named(&named, rank)?.dims())?;
+        Ok(out)
+    }
+
+    /// NeoML `TransposeFrom(src, d1, d2)` with named dims: this blob's 7
+    /// padded dims must be `src`'s with `d1` and `d2` swapped.
+    pub fn transpose_from_dims(&self, src: &Blob, d1: BlobDim, d2: BlobDim) -> Result<()> {
+        self.named_view()?.transpose_from(&src.named_view()?, d1.index() as isize, d2.index() as isize)
+    }
+
+    /// The blob seen through its 7 named dims: a view (sharing memory)
+    /// with the shape padded with trailing 1s; the blob itself at rank 7.
+    /// A Shape error for rank > 7; blocked layouts below rank 7 are
+    /// Unsupported.
+    pub fn named_view(&self) -> Result<Blob> {
+        let rank = self.rank();
+        if rank > BlobDim::COUNT {
+            return Err(err!(Shape, "named dims need rank <= 7, but this blob has rank {rank}"));
+        }
+        if rank == BlobDim::COUNT {
+            return Ok(self.clone());
+        }
+        let mut key = vec![Index::Ellipsis];
+        key.extend(std::iter::repeat_n(Index::NewAxis, BlobDim::COUNT - rank));
+        self.index(&key)
     }
 
     /// `numpy.transpose(b, axes)` made contiguous: a new dense blob whose

