@@ -336,6 +336,20 @@ int32_t blob_copy_from_host(struct Blob *b, const void *src, size_t byte_len);
 // Copies the blob's data (exactly `byte_len` bytes) into `dst`.
 int32_t blob_copy_to_host(const struct Blob *b, void *dst, size_t byte_len);
 
+// NeoML `CopyTo(dst, size)`: copies the first `count` elements (row-major)
+// into `dst`, which holds `count` elements of `dtype`. `dtype` must be the
+// blob's (`BLOB_ERR_DTYPE`: no conversion happens); `count` may not exceed
+// the element count (`BLOB_ERR_INVALID_ARGUMENT`). `dst` may be NULL when
+// `count` is 0, and may overlap the blob's own memory (memmove).
+int32_t blob_copy_to(const struct Blob *b, int32_t dtype, void *dst, size_t count);
+
+// Copies `count` elements of `dtype` from `src` into the blob's first
+// `count` elements (row-major), leaving the rest as it was; `count` equal
+// to the element count is NeoML's `CopyFrom(const T*)`. `dtype` must be
+// the blob's (`BLOB_ERR_DTYPE`); `count` may not exceed the element count.
+// `src` may overlap the blob's own memory (memmove).
+int32_t blob_copy_from_typed(struct Blob *b, int32_t dtype, const void *src, size_t count);
+
 // NeoML `CopyFrom`: same dims and dtype.
 int32_t blob_copy_from(struct Blob *dst, const struct Blob *src);
 

@@ -158,6 +158,15 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // Typed prefix copies (NeoML CopyTo / CopyFrom).
+        DTYPE, "holds float32", |f| f.a.copy_to_prefix(&mut [0i32; 2]);
+        INVALID_ARGUMENT, "only 6", |f| f.a.copy_to_prefix(&mut [0f32; 7]);
+        INVALID_ARGUMENT, "whole float32", |f| f.a.copy_to_prefix_bytes(DType::F32, &mut [0u8; 5]);
+        DTYPE, "float64 was given", |f| f.a.copy_to_prefix_bytes(DType::F64, &mut [0u8; 8]);
+        DTYPE, "holds int32", |f| f.b.copy_from_prefix(&[0f32; 2]);
+        INVALID_ARGUMENT, "only 6", |f| f.b.copy_from_prefix(&[0i32; 7]);
+        INVALID_ARGUMENT, "whole int32", |f| f.b.copy_from_prefix_bytes(DType::I32, &[0u8; 3]);
+        UNSUPPORTED, "", |f| f.blocked.copy_to_prefix(&mut [0f32; 2]);
         // NeoML named dims on the padded 7 dims.
         SHAPE, "differ only at axis 6", |f| Blob::merge_dim(&[&f.a, &f.v], BlobDim::Channels, &f.c);
         SHAPE, "add up", |f| Blob::merge_dim(&[&f.a], BlobDim::Channels, &Blob::tensor(&f.e, DType::F32, &[2, 3, 1, 1, 1, 1, 2])?);

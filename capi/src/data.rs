@@ -68,6 +68,54 @@ pub extern "C" fn blob_copy_to_host(b: *const Blob, dst: *mut c_void, byte_len: 
     })
 }
 
+/// The byte length of `count` elements of `dtype`, checked for overflow.
+fn typed_len(dtype: DType, count: usize) -> Result<usize, Error> {
+    count
+        .checked_mul(dtype.size())
+        .filter(|&n| isize::try_from(n).is_ok())
+        .ok_or_else(|| Error::InvalidArgument(format!("{count} elements of {dtype} exceed isize::MAX bytes")))
+}
+
+/// NeoML `CopyTo(dst, size)`: copies the first `count` elements (row-major)
+/// into `dst`, which holds `count` elements of `dtype`. `dtype` must be the
+/// blob's (`BLOB_ERR_DTYPE`: no conversion happens); `count` may not exceed
+/// the element count (`BLOB_ERR_INVALID_ARGUMENT`). `dst` may be NULL when
+/// `count` is 0, and may overlap the blob's own memory (memmove).
+#[no_mangle]
+pub extern "C" fn blob_copy_to(b: *const Blob, dtype: i32, dst: *mut c_void, count: usize) -> i32 {
+    ffi!({
+        let b = handles::blob(b, "blob")?;
+        let dtype = DType::from_code(dtype)?;
+        let len = typed_len(dtype, count)?;
+        if dst.is_null() && count > 0 {
+            return Err(Error::NullPointer("dst is NULL".into()));
+        }
+        // SAFETY: the caller promises `count` writable elements at `dst`
+        // (checked non-NULL when count > 0); they may even be the blob's.
+        unsafe { b.copy_to_prefix_ptr(dtype, dst as *mut u8, len) }
+    })
+}
+
+/// Copies `count` elements of `dtype` from `src` into the blob's first
+/// `count` elements (row-major), leaving the rest as it was; `count` equal
+/// to the element count is NeoML's `CopyFrom(const T*)`. `dtype` must be
+/// the blob's (`BLOB_ERR_DTYPE`); `count` may not exceed the element count.
+/// `src` may overlap the blob's own memory (memmove).
+#[no_mangle]
+pub extern "C" fn blob_copy_from_typed(b: *mut Blob, dtype: i32, src: *const c_void, count: usize) -> i32 {
+    ffi!({
+        let b = handles::blob(b, "blob")?;
+        let dtype = DType::from_code(dtype)?;
+        let len = typed_len(dtype, count)?;
+        if src.is_null() && count > 0 {
+            return Err(Error::NullPointer("src is NULL".into()));
+        }
+        // SAFETY: the caller promises `count` readable elements at `src`
+        // (checked non-NULL when count > 0); they may even be the blob's.
+        unsafe { b.copy_from_prefix_ptr(dtype, src as *const u8, len) }
+    })
+}
+
 /// NeoML `CopyFrom`: same dims and dtype.
 #[no_mangle]
 pub extern "C" fn blob_copy_from(dst: *mut Blob, src: *const Blob) -> i32 {

@@ -31,7 +31,7 @@ pub fn numpy_dtype<'py>(py: Python<'py>, d: DType) -> PyResult<Bound<'py, PyAny>
 }
 
 /// True for arrays of ml_dtypes' bfloat16.
-fn is_bf16_array(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(crate) fn is_bf16_array(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(obj.hasattr("dtype")? && obj.getattr("dtype")?.getattr("name").and_then(|n| n.extract::<String>()).is_ok_and(|n| n == "bfloat16"))
 }
 

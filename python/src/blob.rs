@@ -7,7 +7,7 @@ use crate::dlpack;
 use crate::dtypes;
 use crate::errors::{core, raise};
 use crate::exports::{self, Foreign};
-use blobcore::{Blob, BlobDim, Engine, Shape};
+use blobcore::{Blob, BlobDim, DType, Engine, Shape};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -689,6 +689,38 @@ impl PyBlob {
         let b = self.b.clone();
         let bytes = buf.bytes();
         run(py, b.is_small(), || b.copy_from_bytes(bytes))
+    }
+
+    /// NeoML ``CopyTo(dst, size)``: copies the first ``out.size`` elements
+    /// (row-major) into ``out``, a writable C-contiguous buffer (a NumPy
+    /// array, any shape) of exactly this blob's dtype; no conversion
+    /// (DTypeError), and no more elements than the blob has
+    /// (InvalidArgumentError).
+    fn copy_to(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bf16 = crate::arrays::is_bf16_array(out)?;
+        let target = if bf16 { out.call_method1("view", ("uint16",))? } else { out.clone() };
+        if target.is_none() {
+            return Err(PyTypeError::new_err("copy_to needs a destination buffer, not None"));
+        }
+        let buf = Foreign::get(&target, true).map_err(|e| raise("ReadOnlyError", format!("copy_to needs a writable destination ({e})")))?;
+        if !buf.is_c_contiguous() {
+            return Err(raise("InvalidArgumentError", "copy_to needs a C-contiguous destination"));
+        }
+        let dtype = if bf16 { DType::BF16 } else { buf.dtype()? };
+        let b = self.b.clone();
+        let (ptr, len) = (buf.ptr() as usize, buf.len());
+        // SAFETY: the exporter lent `len` writable bytes at `ptr`
+        // (PyBUF_WRITABLE), held by `buf` until this call returns; they
+        // may be this blob's own memory (the core copies with memmove).
+        run(py, b.is_small(), move || unsafe { b.copy_to_prefix_ptr(dtype, ptr as *mut u8, len) })?;
+        drop(buf);
+        Ok(())
+    }
+
+    /// ``numpy.ndarray.tolist()``: the data as nested Python lists of
+    /// Python scalars (a scalar for rank 0).
+    fn tolist<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        crate::arrays::array_of(slf, None, None)?.call_method0("tolist")
     }
 
     /// A NumPy array of the data: shares memory when ``copy=False`` (the

@@ -111,6 +111,14 @@ ROWS = [
     (lambda f: f.a.copy_from(f.v), bc.ShapeError, "dims differ"),
     (lambda f: f.a.copy_from(f.b, reshape=True), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from([1, 2, 3, 4, 5, 6], copy_diff=True), TypeError, "blob source"),
+    # typed prefix copies (NeoML CopyTo)
+    (lambda f: f.a.copy_to(np.zeros(2, np.int32)), bc.DTypeError, "holds float32"),
+    (lambda f: f.a.copy_to(np.zeros(7, np.float32)), bc.InvalidArgumentError, "only 6"),
+    (lambda f: f.a.copy_to(READ_ONLY), bc.ReadOnlyError, "writable destination"),
+    (lambda f: f.a.copy_to(np.zeros((4, 4), np.float32)[:, 0]), bc.InvalidArgumentError, "C-contiguous"),
+    (lambda f: f.a.copy_to(b"abcd"), bc.ReadOnlyError, "writable destination"),
+    (lambda f: f.a.copy_to(None), TypeError, ""),
+    (lambda f: f.blk.tolist(), bc.UnsupportedError, ""),
     # NeoML named dims (bc.Dim) on the padded 7 dims
     (lambda f: bc.merge([f.a, f.v], bc.Dim.CHANNELS), bc.ShapeError, "differ only"),
     (lambda f: bc.merge_into([f.a], bc.Blob.tensor([2, 3, 1, 1, 1, 1, 2]), bc.Dim.CHANNELS), bc.ShapeError, "add up"),

@@ -235,6 +235,22 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_transpose_from_dims(a, c, 7, 0));
         CHECK(out == sentinel);
     }
+    /* Typed prefix copies (NeoML CopyTo / CopyFrom). */
+    {
+        float room[8] = {0};
+        int32_t ints[2] = {0};
+        BAD(BLOB_ERR_DTYPE, "holds float32", blob_copy_to(a, BLOB_I32, ints, 2));
+        BAD(BLOB_ERR_DTYPE, "", blob_copy_to(a, 99, room, 2));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "only 6", blob_copy_to(a, BLOB_F32, room, 7));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "exceed", blob_copy_to(a, BLOB_F32, room, SIZE_MAX / 2));
+        BAD(BLOB_ERR_NULL_POINTER, "dst", blob_copy_to(a, BLOB_F32, NULL, 1));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_to(fake, BLOB_F32, room, 1));
+        BAD(BLOB_ERR_DTYPE, "holds float32", blob_copy_from_typed(a, BLOB_I32, ints, 2));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "only 6", blob_copy_from_typed(a, BLOB_F32, room, 8));
+        BAD(BLOB_ERR_NULL_POINTER, "src", blob_copy_from_typed(a, BLOB_F32, NULL, 1));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from_typed(fake, BLOB_F32, room, 1));
+        CHECK(ints[0] == 0 && room[0] == 0);
+    }
     BAD(BLOB_ERR_SHAPE, "reshape", blob_copy_from_blob(a, c, false, false));
     BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_copy_from_blob(a, b, false, true));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_copy_from_blob(fake, a, false, false));

@@ -88,8 +88,29 @@ static void named_dims(void) {
     blob_free(back);
 }
 
+/* NeoML CopyTo(dst, size) / CopyFrom(src): typed, the first elements. */
+static void typed_copies(void) {
+    static const int32_t six[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t d23[2] = {2, 3};
+    int32_t got[6] = {9, 9, 9, 9, 9, 9};
+    float f[2] = {0};
+    Blob *b = NULL;
+    CHECK(blob_create_tensor(NULL, BLOB_I32, d23, 2, &b) == BLOB_OK);
+    CHECK(blob_copy_from_typed(b, BLOB_I32, six, 6) == BLOB_OK);
+    CHECK(blob_copy_to(b, BLOB_I32, got, 4) == BLOB_OK);
+    CHECK(got[0] == 0 && got[3] == 3 && got[4] == 9);
+    CHECK(blob_copy_to(b, BLOB_I32, NULL, 0) == BLOB_OK);
+    CHECK(blob_copy_to(b, BLOB_F32, f, 2) == BLOB_ERR_DTYPE && f[0] == 0);
+    CHECK(blob_copy_to(b, BLOB_I32, got, 7) == BLOB_ERR_INVALID_ARGUMENT);
+    /* A prefix write keeps the rest. */
+    CHECK(blob_copy_from_typed(b, BLOB_I32, six + 4, 2) == BLOB_OK);
+    CHECK(blob_copy_to(b, BLOB_I32, got, 6) == BLOB_OK && got[0] == 4 && got[1] == 5 && got[2] == 2 && got[5] == 5);
+    blob_free(b);
+}
+
 int main(void) {
     named_dims();
+    typed_copies();
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
     else printf("seeds: all checks passed\n");
     return failures != 0;

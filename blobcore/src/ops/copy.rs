@@ -121,6 +121,102 @@ impl Blob {
         Ok(())
     }
 
+    /// NeoML `CopyTo(dst, size)`: copies the first `dst.len()` elements
+    /// (row-major) into `dst`. `T` must be the blob's dtype (`DType`
+    /// error); more room than the blob has elements is `InvalidArgument`.
+    pub fn copy_to_prefix<T: Element>(&self, dst: &mut [T]) -> Result<()> {
+        let n = self.prefix_elements(T::DTYPE, std::mem::size_of_val(dst), "copy_to")?;
+        let r = self.snapshot().into_read()?;
+        dst.copy_from_slice(&r.typed::<T>()[..n]);
+        Ok(())
+    }
+
+    /// Copies `src` into the first `src.len()` elements (row-major),
+    /// leaving the rest as it was; with `src.len()` equal to the element
+    /// count this is NeoML's `CopyFrom(const T*)`. `T` must be the blob's
+    /// dtype; more elements than the blob has are `InvalidArgument`.
+    pub fn copy_from_prefix<T: Element>(&self, src: &[T]) -> Result<()> {
+        let n = self.prefix_elements(T::DTYPE, std::mem::size_of_val(src), "copy_from")?;
+        let mut w = self.snapshot().into_write()?;
+        w.typed_mut::<T>()[..n].copy_from_slice(src);
+        Ok(())
+    }
+
+    /// [`Blob::copy_to_prefix`] for callers that name the dtype at run
+    /// time: `dst` holds whole elements of `dtype`, which must be the blob's.
+    pub fn copy_to_prefix_bytes(&self, dtype: DType, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: a &mut slice is valid for its length of writable bytes.
+        unsafe { self.copy_to_prefix_ptr(dtype, dst.as_mut_ptr(), dst.len()) }
+    }
+
+    /// [`Blob::copy_from_prefix`] with the dtype named at run time.
+    pub fn copy_from_prefix_bytes(&self, dtype: DType, src: &[u8]) -> Result<()> {
+        // SAFETY: a slice is valid for its length of readable bytes.
+        unsafe { self.copy_from_prefix_ptr(dtype, src.as_ptr(), src.len()) }
+    }
+
+    /// [`Blob::copy_to_prefix_bytes`] for foreign memory (the C and Python
+    /// faces): `len` bytes at `dst`, which may even be this blob's own
+    /// memory (the copy is a `memmove`).
+    ///
+    /// # Safety
+    /// `dst` must be valid for `len` writable bytes for the whole call
+    /// (it may be dangling when `len` is 0).
+    pub unsafe fn copy_to_prefix_ptr(&self, dtype: DType, dst: *mut u8, len: usize) -> Result<()> {
+        let n = self.prefix_elements(dtype, len, "copy_to")?;
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.snapshot().into_read()?;
+        let src = r.bytes()[..n * dtype.size()].as_ptr();
+        // SAFETY: `src` is `n` elements of the read-pinned blob, `dst` has
+        // room for them (the caller's promise, `len` >= n * size); the two
+        // may overlap, which `ptr::copy` (memmove) allows.
+        unsafe { std::ptr::copy(src, dst, n * dtype.size()) };
+        Ok(())
+    }
+
+    /// [`Blob::copy_from_prefix_bytes`] for foreign memory, which may be
+    /// this blob's own (the copy is a `memmove`).
+    ///
+    /// # Safety
+    /// `src` must be valid for `len` readable bytes for the whole call
+    /// (it may be dangling when `len` is 0).
+    pub unsafe fn copy_from_prefix_ptr(&self, dtype: DType, src: *const u8, len: usize) -> Result<()> {
+        let n = self.prefix_elements(dtype, len, "copy_from")?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut w = self.snapshot().into_write()?;
+        let dst = w.bytes_mut()[..n * dtype.size()].as_mut_ptr();
+        // SAFETY: `dst` is the first `n` elements of the write-pinned blob,
+        // `src` holds `len` >= n * size readable bytes (the caller's
+        // promise); overlap is allowed by `ptr::copy` (memmove).
+        unsafe { std::ptr::copy(src, dst, n * dtype.size()) };
+        Ok(())
+    }
+
+    /// The number of `dtype` elements in `bytes`, checked against the
+    /// blob's dtype and element count.
+    fn prefix_elements(&self, dtype: DType, bytes: usize, op: &str) -> Result<usize> {
+        if dtype != self.dtype() {
+            return Err(err!(DType, "{op}: the blob holds {} but {dtype} was given", self.dtype()));
+        }
+        let es = dtype.size();
+        if bytes % es != 0 {
+            return Err(err!(InvalidArgument, "{op}: {bytes} bytes are not whole {dtype} elements"));
+        }
+        let n = bytes / es;
+        if n > self.count() {
+            return Err(err!(
+                InvalidArgument,
+                "{op}: {n} elements given but the blob has only {}",
+                self.count()
+            ));
+        }
+        Ok(n)
+    }
+
     /// Whether data of `dims` may be copied into this blob element for
     /// element: the same dims, or a flat sequence of exactly this blob's
     /// element count (NeoML's `CopyFrom(const T*)`). Anything else is a
