@@ -272,6 +272,16 @@ int32_t blob_create_tensor(const struct BlobEngine *e,
                            size_t rank,
                            struct Blob **out);
 
+// Serrano's repeating value, `numpy.full`: a blob of `rank` dims with
+// every element `value` (integers truncate toward zero; a value an
+// integer dtype cannot hold is `BLOB_ERR_OUT_OF_RANGE`).
+int32_t blob_create_full(const struct BlobEngine *e,
+                         int32_t dtype,
+                         const int64_t *dims,
+                         size_t rank,
+                         double value,
+                         struct Blob **out);
+
 // NeoML `CreateVector`: dims [n].
 int32_t blob_create_vector(const struct BlobEngine *e, int32_t dtype, int64_t n, struct Blob **out);
 
@@ -625,6 +635,10 @@ int32_t blob_geometrical_size(const struct Blob *b, int64_t *out);
 // are equal (`{2, 3}` equals `{2, 3, 1}`); blobs of rank > 7 compare
 // their dims exactly.
 int32_t blob_has_equal_dims(const struct Blob *a, const struct Blob *b, bool *out_eq);
+
+// Serrano's shape equality: the same dims exactly (NumPy's `shape ==`)
+// and, when `with_dtype`, the same dtype.
+int32_t blob_same_shape(const struct Blob *a, const struct Blob *b, bool with_dtype, bool *out_eq);
 
 // Caffe `count(start, end)`: product of dims in [start, end).
 int32_t blob_count_range(const struct Blob *b, int32_t start, int32_t end, int64_t *out);

@@ -83,6 +83,28 @@ impl DType {
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
+
+    /// Checks that `value` can be stored in this dtype as NumPy would
+    /// store it without overflow: any value for the float dtypes (which
+    /// round); for the integer dtypes a finite value whose integer part
+    /// (fractions truncate toward zero) is within the dtype's range, else
+    /// `OutOfRange`.
+    pub fn check_value(self, value: f64) -> Result<()> {
+        let (lo, hi) = match self {
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::U8 => (0.0, u8::MAX as f64),
+            DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+            _ => return Ok(()),
+        };
+        let t = value.trunc();
+        // i64::MAX as f64 is 2^63, itself out of range: compare below it.
+        let above = if self == DType::I64 { t >= hi } else { t > hi };
+        if !value.is_finite() || t < lo || above {
+            return Err(err!(OutOfRange, "{value} does not fit in {self}"));
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for DType {

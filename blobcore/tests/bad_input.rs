@@ -158,6 +158,11 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // Serrano: numpy.full.
+        OUT_OF_RANGE, "does not fit in uint8", |f| Blob::full(&f.e, DType::U8, &[2], -1.0);
+        OUT_OF_RANGE, "does not fit in int64", |f| Blob::full(&f.e, DType::I64, &[2], f64::INFINITY);
+        OUT_OF_RANGE, "does not fit in int8", |f| Blob::full(&f.e, DType::I8, &[2], 200.0);
+        SHAPE, "", |f| Blob::full(&f.e, DType::F32, &[1; 33], 1.0);
         // Typed prefix copies (NeoML CopyTo / CopyFrom).
         DTYPE, "holds float32", |f| f.a.copy_to_prefix(&mut [0i32; 2]);
         INVALID_ARGUMENT, "only 6", |f| f.a.copy_to_prefix(&mut [0f32; 7]);

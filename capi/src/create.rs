@@ -60,6 +60,14 @@ pub extern "C" fn blob_create_tensor(e: *const BlobEngine, dtype: i32, dims: *co
     create(e, dtype, out, |e, d| blobcore::Blob::tensor(e, d, &parse_dims(dims, rank)?))
 }
 
+/// Serrano's repeating value, `numpy.full`: a blob of `rank` dims with
+/// every element `value` (integers truncate toward zero; a value an
+/// integer dtype cannot hold is `BLOB_ERR_OUT_OF_RANGE`).
+#[no_mangle]
+pub extern "C" fn blob_create_full(e: *const BlobEngine, dtype: i32, dims: *const i64, rank: usize, value: f64, out: *mut *mut Blob) -> i32 {
+    create(e, dtype, out, |e, d| blobcore::Blob::full(e, d, &parse_dims(dims, rank)?, value))
+}
+
 /// NeoML `CreateVector`: dims [n].
 #[no_mangle]
 pub extern "C" fn blob_create_vector(e: *const BlobEngine, dtype: i32, n: i64, out: *mut *mut Blob) -> i32 {

@@ -109,6 +109,19 @@ pub extern "C" fn blob_has_equal_dims(a: *const Blob, b: *const Blob, out_eq: *m
     })
 }
 
+/// Serrano's shape equality: the same dims exactly (NumPy's `shape ==`)
+/// and, when `with_dtype`, the same dtype.
+#[no_mangle]
+pub extern "C" fn blob_same_shape(a: *const Blob, b: *const Blob, with_dtype: bool, out_eq: *mut bool) -> i32 {
+    ffi!({
+        let o = out(out_eq, "out")?;
+        let a = handles::blob(a, "a")?;
+        let b = handles::blob(b, "b")?;
+        put(o, a.same_shape(&b, with_dtype));
+        Ok(())
+    })
+}
+
 /// Caffe `count(start, end)`: product of dims in [start, end).
 #[no_mangle]
 pub extern "C" fn blob_count_range(b: *const Blob, start: i32, end: i32, out: *mut i64) -> i32 {

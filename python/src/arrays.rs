@@ -89,6 +89,23 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     core(unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, len, Some(release), read_only) })
 }
 
+/// `numpy.asarray(array, dtype=d)` (ml_dtypes' bfloat16 for BF16). With
+/// `copy` false the array must already be of `d`: a conversion would not
+/// share memory.
+pub fn as_dtype<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, d: DType, copy: bool) -> PyResult<Bound<'py, PyAny>> {
+    let want = numpy_dtype(py, d)?;
+    if !copy {
+        let same = array.hasattr("dtype")? && array.getattr("dtype")?.eq(&want)?;
+        if !same {
+            return Err(raise("InvalidArgumentError", format!("from_numpy(copy=False, dtype={d}) needs an array of {d}: a conversion cannot share memory; pass copy=True")));
+        }
+        return Ok(array.clone());
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", want)?;
+    py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))
+}
+
 /// A new blob holding a copy of `array` (anything NumPy converts; any
 /// layout; bfloat16 through ml_dtypes).
 pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {

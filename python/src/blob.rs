@@ -247,20 +247,55 @@ impl PyBlob {
     /// ``copy=True`` copies (any layout; array-likes are converted by
     /// NumPy); ``copy=False`` shares the array's memory and keeps the array
     /// alive — it must be C-contiguous, writable and aligned.
+    ///
+    /// ``dtype`` (Serrano's typed construction) converts as
+    /// ``numpy.asarray(array, dtype)`` does, so a nested list becomes a
+    /// blob of that dtype; with ``copy=False`` the array must already have
+    /// it (a conversion cannot share memory).
     #[staticmethod]
-    #[pyo3(signature = (array, copy=true, engine=None))]
-    fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, copy: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+    #[pyo3(signature = (array, copy=true, engine=None, dtype=None))]
+    fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>, copy: bool, engine: Option<PyRef<'_, PyEngine>>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let engine = engine_of(engine)?;
+        let dtype = match dtype {
+            Some(d) if !d.is_none() => Some(dtypes::from_py(Some(d))?),
+            _ => None,
+        };
         if let Ok(b) = array.cast::<PyBlob>() {
+            let b = &b.get().b;
             if !copy {
                 return Err(raise("InvalidArgumentError", "from_numpy(copy=False) of a Blob: use the blob itself, or a view"));
             }
-            return Ok(Self::new(core(b.get().b.copy())?));
+            return Ok(Self::new(core(match dtype {
+                Some(d) if d != b.dtype() => b.cast(d),
+                _ => b.copy(),
+            })?));
         }
+        let array = match dtype {
+            Some(d) => arrays::as_dtype(py, array, d, copy)?,
+            None => array.clone(),
+        };
         if copy {
-            return Ok(Self::new(arrays::copy_array(py, array, &engine)?));
+            return Ok(Self::new(arrays::copy_array(py, &array, &engine)?));
         }
-        Ok(Self::new(arrays::wrap_array(array, &engine)?))
+        Ok(Self::new(arrays::wrap_array(&array, &engine)?))
+    }
+
+    /// Serrano's ``Tensor(repeatingValue:tensorShape:)``, ``numpy.full``:
+    /// a blob of ``dims`` with every element ``value`` (default dtype
+    /// float32; integers truncate toward zero; a value an integer dtype
+    /// cannot hold is an OutOfRangeError).
+    #[staticmethod]
+    #[pyo3(signature = (dims, value, dtype=None, engine=None))]
+    fn full(dims: Vec<i64>, value: f64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+        let shape = core(Shape::from_i64(&dims))?;
+        Ok(Self::new(core(Blob::full(&engine_of(engine)?, dtypes::from_py(dtype)?, shape.dims(), value))?))
+    }
+
+    /// Serrano's shape equality: the same shape (exactly, as NumPy's
+    /// ``shape ==``) and, with ``dtype=True`` (the default), the same dtype.
+    #[pyo3(signature = (other, dtype=true))]
+    fn same_shape(&self, other: PyRef<'_, PyBlob>, dtype: bool) -> bool {
+        self.b.same_shape(&other.b, dtype)
     }
 
     /// Rebuilds a blob pickled with protocol 5 (used by ``__reduce_ex__``):

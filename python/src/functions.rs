@@ -107,6 +107,59 @@ pub fn split_into(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_, Py
     })
 }
 
+/// ``numpy.asarray`` for blobs (Serrano's ``Tensor(fromArray:tensorShape:)``):
+/// ``obj`` as a blob, sharing memory whenever it can. A blob of the asked
+/// dtype and shape is returned as is; a C-contiguous buffer of the asked
+/// dtype is wrapped without copying (read-only arrays give read-only
+/// blobs); anything else (nested lists, strided arrays, another dtype) is
+/// converted by NumPy into new memory. ``shape`` reinterprets the
+/// elements in row-major order and must keep their count (ShapeError).
+#[pyfunction]
+#[pyo3(signature = (obj, dtype=None, shape=None, engine=None))]
+pub fn asblob<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>, shape: Option<Vec<i64>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyAny>> {
+    let dtype = match dtype {
+        Some(d) if !d.is_none() => Some(crate::dtypes::from_py(Some(d))?),
+        _ => None,
+    };
+    let dims = match &shape {
+        Some(s) => Some(crate::errors::core(blobcore::Shape::from_i64(s))?.dims().to_vec()),
+        None => None,
+    };
+    let np = py.import("numpy")?;
+    let out = if let Ok(b) = obj.cast::<PyBlob>() {
+        let b = b.get().b.clone();
+        match dtype {
+            Some(d) if d != b.dtype() => crate::errors::core(b.cast(d))?,
+            _ => match &dims {
+                Some(d) if *d != b.dims() => {
+                    // A new blob over the same memory (the export keeps it alive).
+                    // A view that is not dense has no flat memory to share: copy it.
+                    let arr = crate::arrays::array_of(obj.cast::<PyBlob>()?, None, None)?;
+                    match crate::arrays::wrap_array(&arr, b.engine()) {
+                        Ok(w) => w,
+                        Err(_) => crate::errors::core(b.copy())?,
+                    }
+                }
+                _ => return Ok(obj.clone()),
+            },
+        }
+    } else {
+        let engine = engine_of(engine)?;
+        let arr = match dtype {
+            Some(d) => crate::arrays::as_dtype(py, obj, d, true)?,
+            None => np.getattr("asarray")?.call1((obj,))?,
+        };
+        match crate::arrays::wrap_array(&arr, &engine) {
+            Ok(b) => b,
+            Err(_) => crate::arrays::copy_array(py, &arr, &engine)?,
+        }
+    };
+    if let Some(d) = dims {
+        crate::errors::core(out.reinterpret(&d))?;
+    }
+    Ok(Bound::new(py, PyBlob::new(out))?.into_any())
+}
+
 /// NeoML ``MergeByObjects`` into the preallocated ``to``.
 #[pyfunction]
 pub fn merge_objects(py: Python<'_>, blobs: Vec<PyRef<'_, PyBlob>>, to: PyRef<'_, PyBlob>) -> PyResult<()> {

@@ -27,6 +27,7 @@ fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyBlockingDesc>()?;
     m.add_class::<layout::PyTensorDesc>()?;
     m.add_function(wrap_pyfunction!(layout::layout_by_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::asblob, m)?)?;
     m.add_function(wrap_pyfunction!(functions::merge, m)?)?;
     m.add_function(wrap_pyfunction!(functions::merge_into, m)?)?;
     m.add_function(wrap_pyfunction!(functions::split, m)?)?;

@@ -44,3 +44,101 @@ def test_tolist_is_numpys(shape, dtype, rng):
     want = a.tolist()
     assert got == want
     assert type(got) is type(want)
+
+
+# -- Serrano's construction ---------------------------------------------------
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+def test_from_numpy_of_nested_lists_with_a_dtype(dtype):
+    nested = [[1, 2, 3], [4, 5, 6]]
+    b = bc.Blob.from_numpy(nested, dtype=dtype)
+    want = np.asarray(nested, dtype=dtype)
+    assert b.shape == want.shape and np.dtype(b.dtype) == want.dtype
+    np.testing.assert_array_equal(np.asarray(b), want)
+    # Floats to ints truncate as NumPy's conversion does.
+    np.testing.assert_array_equal(np.asarray(bc.Blob.from_numpy([1.7, 2.7], dtype=dtype)), np.asarray([1.7, 2.7], dtype=dtype))
+
+
+def test_from_numpy_dtype_and_copy():
+    a = np.arange(4, dtype=np.int32)
+    shared = bc.Blob.from_numpy(a, copy=False, dtype=np.int32)
+    a[0] = 9
+    assert np.asarray(shared)[0] == 9
+    with pytest.raises(bc.InvalidArgumentError, match="cannot share"):
+        bc.Blob.from_numpy(a, copy=False, dtype=np.float32)
+    # A blob source converts as a cast.
+    c = bc.Blob.from_numpy(shared, dtype=np.float64)
+    assert np.dtype(c.dtype) == np.float64 and not c.shares_memory(shared)
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+@pytest.mark.parametrize("value", [0, 1, -3, 2.75, 100])
+def test_full_is_numpy_full(dtype, value):
+    if np.dtype(dtype).kind == "u" and value < 0:
+        with pytest.raises(bc.OutOfRangeError, match="does not fit"):
+            bc.Blob.full([2, 3], value, dtype)
+        return
+    want = np.full((2, 3), value).astype(dtype)
+    got = bc.Blob.full([2, 3], value, dtype)
+    assert got.shape == (2, 3) and np.dtype(got.dtype) == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_full_refuses_values_the_dtype_cannot_hold():
+    for value, dtype in [(300, np.uint8), (-129, np.int8), (2**31, np.int32), (float("nan"), np.int64), (float("inf"), np.int32), (2.0**63, np.int64)]:
+        with pytest.raises(bc.OutOfRangeError):
+            bc.Blob.full([2], value, dtype)
+    assert np.asarray(bc.Blob.full([1], -(2.0**63), np.int64))[0] == np.iinfo(np.int64).min
+    assert np.isinf(np.asarray(bc.Blob.full([1], float("inf"), np.float32))[0])
+    assert bc.Blob.full([], 5, np.int32).tolist() == 5
+
+
+def test_asblob_shares_when_it_can():
+    a = np.arange(6, dtype=np.float32)
+    b = bc.asblob(a)
+    a[1] = 7
+    assert np.asarray(b)[1] == 7  # zero-copy
+    assert bc.asblob(b) is b
+    assert bc.asblob(b, dtype=np.float32, shape=[6]) is b
+    r = bc.asblob(b, shape=[2, 3])  # same memory, another shape
+    assert r.shape == (2, 3) and np.shares_memory(np.asarray(r), np.asarray(b))
+    np.testing.assert_array_equal(np.asarray(r), a.reshape(2, 3))
+    t = bc.asblob(a.reshape(2, 3).T)  # strided: copied
+    np.testing.assert_array_equal(np.asarray(t), a.reshape(2, 3).T)
+    ro = a.copy()
+    ro.setflags(write=False)
+    assert not bc.asblob(ro).writeable
+
+
+def test_asblob_converts_like_numpy_asarray():
+    nested = [[1, 2, 3], [4, 5, 6]]
+    for dtype in [None, np.int64, np.float16, np.uint8]:
+        got = bc.asblob(nested, dtype=dtype)
+        want = np.asarray(nested, dtype=dtype)
+        assert got.shape == want.shape and np.dtype(got.dtype) == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
+    flat = bc.asblob([1, 2, 3, 4, 5, 6], dtype=np.int32, shape=[3, 2])
+    np.testing.assert_array_equal(np.asarray(flat), np.arange(1, 7, dtype=np.int32).reshape(3, 2))
+    with pytest.raises(bc.ShapeError):
+        bc.asblob(nested, shape=[4, 2])
+    with pytest.raises(bc.ShapeError):
+        bc.asblob(bc.Blob.vector(6), shape=[5])
+    assert bc.asblob(3.5).shape == ()
+
+
+def test_copy_from_nested_checks_the_shape():
+    b = bc.Blob.tensor([3, 2])
+    with pytest.raises(bc.ShapeError):
+        b.copy_from([[1, 2, 3], [4, 5, 6]])
+    b.copy_from([[1, 2], [3, 4], [5, 6]])
+    b.copy_from([1, 2, 3, 4, 5, 6])  # NeoML's flat CopyFrom(const T*)
+    np.testing.assert_array_equal(np.asarray(b), np.arange(1, 7).reshape(3, 2))
+
+
+def test_same_shape_with_and_without_dtype():
+    a = bc.Blob.tensor([2, 3], bc.float32)
+    assert a.same_shape(bc.Blob.tensor([2, 3], bc.float32))
+    assert not a.same_shape(bc.Blob.tensor([2, 3], bc.int32))
+    assert a.same_shape(bc.Blob.tensor([2, 3], bc.int32), dtype=False)
+    assert not a.same_shape(bc.Blob.tensor([2, 3, 1]), dtype=False)  # NumPy's shape equality
+    assert a.has_equal_dims(bc.Blob.tensor([2, 3, 1]))  # NeoML's padded one

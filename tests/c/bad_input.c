@@ -235,6 +235,18 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_transpose_from_dims(a, c, 7, 0));
         CHECK(out == sentinel);
     }
+    /* Serrano: numpy.full and shape equality. */
+    {
+        const int64_t d2[1] = {2}, dneg[1] = {-2};
+        BAD(BLOB_ERR_OUT_OF_RANGE, "does not fit in uint8", blob_create_full(NULL, BLOB_U8, d2, 1, 256.0, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "does not fit in int32", blob_create_full(NULL, BLOB_I32, d2, 1, 0.0 / 0.0, &out));
+        BAD(BLOB_ERR_SHAPE, "", blob_create_full(NULL, BLOB_F32, dneg, 1, 1.0, &out));
+        BAD(BLOB_ERR_DTYPE, "", blob_create_full(NULL, 42, d2, 1, 1.0, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_create_full(NULL, BLOB_F32, d2, 1, 1.0, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_same_shape(a, b, true, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_same_shape(a, fake, true, &flag));
+        CHECK(out == sentinel);
+    }
     /* Typed prefix copies (NeoML CopyTo / CopyFrom). */
     {
         float room[8] = {0};

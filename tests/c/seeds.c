@@ -108,9 +108,30 @@ static void typed_copies(void) {
     blob_free(b);
 }
 
+/* Serrano: a repeating value (numpy.full) and shape equality. */
+static void construction(void) {
+    const int64_t d23[2] = {2, 3}, d231[3] = {2, 3, 1};
+    int32_t got[6] = {0};
+    bool eq = false;
+    Blob *f = NULL, *g = NULL, *h = NULL, *bad = (Blob *)&failures;
+    CHECK(blob_create_full(NULL, BLOB_I32, d23, 2, -2.75, &f) == BLOB_OK);
+    CHECK(blob_copy_to(f, BLOB_I32, got, 6) == BLOB_OK && got[0] == -2 && got[5] == -2);
+    CHECK(blob_create_full(NULL, BLOB_U8, d23, 2, 256.0, &bad) == BLOB_ERR_OUT_OF_RANGE && bad == (Blob *)&failures);
+    CHECK(blob_create_full(NULL, BLOB_F32, d23, 2, 1.0, &g) == BLOB_OK);
+    CHECK(blob_same_shape(f, g, false, &eq) == BLOB_OK && eq);
+    CHECK(blob_same_shape(f, g, true, &eq) == BLOB_OK && !eq);
+    CHECK(blob_create_full(NULL, BLOB_F32, d231, 3, 1.0, &h) == BLOB_OK);
+    CHECK(blob_same_shape(g, h, true, &eq) == BLOB_OK && !eq);
+    CHECK(blob_has_equal_dims(g, h, &eq) == BLOB_OK && eq);
+    blob_free(f);
+    blob_free(g);
+    blob_free(h);
+}
+
 int main(void) {
     named_dims();
     typed_copies();
+    construction();
     if (failures) fprintf(stderr, "%d checks failed\n", failures);
     else printf("seeds: all checks passed\n");
     return failures != 0;
