@@ -532,6 +532,59 @@ int32_t blob_create_desc(const struct BlobEngine *e,
                          size_t n_blk,
                          struct Blob **out_blob);
 
+// As `blob_create_desc` with OpenVINO's full `BlockingDesc`: an
+// `offset_padding` of elements before the data, per-blocked-dim offsets
+// to the data (`dim_offsets`, `n_blk` entries, NULL for zeros) and
+// explicit `strides` in elements (`n_blk` entries, NULL for dense; they
+// must be at least dense). The memory is sized by the span they give.
+int32_t blob_create_desc_strided(const struct BlobEngine *e,
+                                 int32_t dtype,
+                                 const int64_t *dims_ptr,
+                                 size_t rank,
+                                 const int64_t *blk_dims,
+                                 const int64_t *order,
+                                 size_t n_blk,
+                                 int64_t offset_padding,
+                                 const int64_t *dim_offsets,
+                                 const int64_t *strides,
+                                 struct Blob **out_blob);
+
+// A blob of logical `dims` laid out in a named layout (`BLOB_LAYOUT_*`,
+// OpenVINO's `TensorDesc(precision, dims, layout)`): e.g. NHWC on dims
+// `{n, c, h, w}` stores channels last. The layout's rank must match
+// (`BLOB_ERR_SHAPE`); ANY and BLOCKED mean row-major.
+int32_t blob_create_layout(const struct BlobEngine *e,
+                           int32_t dtype,
+                           const int64_t *dims_ptr,
+                           size_t rank,
+                           int32_t layout,
+                           struct Blob **out_blob);
+
+// OpenVINO `TensorDesc::getLayoutByDims`: the default layout for a rank
+// (SCALAR, C, NC, CHW, NCHW, NCDHW for ranks 0 to 5; BLOCKED beyond).
+int32_t blob_layout_by_dims(size_t rank, int32_t *out_layout);
+
+// OpenVINO `offset(l)`: the memory offset, in elements, of the element
+// at row-major linear index `l` of the logical dims, following the
+// blob's layout (`BLOB_ERR_OUT_OF_RANGE` past the element count).
+int32_t blob_desc_offset_linear(const struct Blob *b, int64_t l, int64_t *out_offset);
+
+// OpenVINO's `BlockingDesc` of the blob: writes the number of blocked
+// dims to `*out_n` and the offset padding to `*out_offset_padding` (may
+// be NULL), and, into each non-NULL array of `capacity` entries, the
+// blocked dims, their order (logical dim of each), their strides in
+// elements and their offsets to the data. With every array NULL this is
+// a size query; a `capacity` below the count is `BLOB_ERR_OUT_OF_RANGE`
+// and writes nothing.
+int32_t blob_desc_blocking(const struct Blob *b,
+                           size_t capacity,
+                           int64_t *out_blk_dims,
+                           int64_t *out_order,
+                           int64_t *out_strides,
+                           int64_t *out_dim_offsets,
+                           size_t *out_n,
+                           int64_t *out_offset_padding);
+
 // The memory offset, in elements, of the element at logical `index`
 // (`n` = rank entries), following the blob's layout (OpenVINO `offset(v)`).
 int32_t blob_desc_offset(const struct Blob *b, const int64_t *idx, size_t n, int64_t *out_offset);

@@ -223,6 +223,18 @@ impl BlockingDesc {
         BlockingDesc::with_offsets(blk_dims, order, 0, &[])
     }
 
+    /// OpenVINO `BlockingDesc(dims, layout)`: the dense blocking a named
+    /// layout gives logical `dims` (NHWC on `[n, c, h, w]` is blocked dims
+    /// `[n, h, w, c]` in order `[0, 2, 3, 1]`; ANY and BLOCKED are
+    /// row-major). The layout's rank must match (`Shape` error).
+    pub fn from_layout(dims: &[usize], layout: Layout) -> Result<BlockingDesc> {
+        check_rank(dims)?;
+        check_layout_rank(layout, dims.len())?;
+        let order = layout.order(dims.len());
+        let blk: Vec<usize> = order.iter().map(|&d| dims[d]).collect();
+        BlockingDesc::new(&blk, &order)
+    }
+
     /// As [`BlockingDesc::new`] with an offset before the data and per-blocked-dim
     /// offsets to the data (empty means zeros).
     pub fn with_offsets(blk_dims: &[usize], order: &[usize], offset_padding: usize, dim_offsets: &[usize]) -> Result<BlockingDesc> {
@@ -346,11 +358,8 @@ pub struct TensorDesc {
 impl TensorDesc {
     /// A desc with a named layout (ANY and BLOCKED mean row-major).
     pub fn new(dtype: DType, dims: &[usize], layout: Layout) -> Result<TensorDesc> {
-        check_rank(dims)?;
-        check_layout_rank(layout, dims.len())?;
-        let order = layout.order(dims.len());
-        let blk: Vec<usize> = order.iter().map(|&d| dims[d]).collect();
-        Ok(TensorDesc { dtype, dims: dims.to_vec(), layout, blocking: BlockingDesc::new(&blk, &order)? })
+        let blocking = BlockingDesc::from_layout(dims, layout)?;
+        Ok(TensorDesc { dtype, dims: dims.to_vec(), layout, blocking })
     }
 
     /// The default dense row-major desc of `dims`.
@@ -588,6 +597,17 @@ fn infer_layout(dims: &[usize], b: &BlockingDesc) -> Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocking_from_a_named_layout() {
+        // The seed's example 1: BlockingDesc({1, 20, 20, 25}, {0, 2, 3, 1})
+        // is BlockingDesc of dims {1, 25, 20, 20} in NHWC.
+        let b = BlockingDesc::from_layout(&[1, 25, 20, 20], Layout::Nhwc).unwrap();
+        assert_eq!(b, BlockingDesc::new(&[1, 20, 20, 25], &[0, 2, 3, 1]).unwrap());
+        assert_eq!(b.strides(), [10000, 500, 25, 1]);
+        assert_eq!(BlockingDesc::from_layout(&[2, 3], Layout::Blocked).unwrap(), BlockingDesc::new(&[2, 3], &[0, 1]).unwrap());
+        assert_eq!(BlockingDesc::from_layout(&[2, 3], Layout::Nchw).unwrap_err().code(), 4);
+    }
 
     #[test]
     fn seed_blocked_offsets() {

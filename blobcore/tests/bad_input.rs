@@ -158,6 +158,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // OpenVINO BlockingDesc(dims, layout).
+        SHAPE, "needs rank 4", |f| BlockingDesc::from_layout(&[2, 3], Layout::Nchw);
+        SHAPE, "rank", |f| BlockingDesc::from_layout(&[1; 33], Layout::Blocked);
         // Serrano: numpy.full.
         OUT_OF_RANGE, "does not fit in uint8", |f| Blob::full(&f.e, DType::U8, &[2], -1.0);
         OUT_OF_RANGE, "does not fit in int64", |f| Blob::full(&f.e, DType::I64, &[2], f64::INFINITY);

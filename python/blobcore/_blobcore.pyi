@@ -39,7 +39,7 @@ class BlockingDesc:
     def __init__(
         self,
         blk_dims: Sequence[int],
-        order: Sequence[int],
+        order: Sequence[int] | Layout,
         offset: int = 0,
         dim_offsets: Sequence[int] | None = None,
         strides: Sequence[int] | None = None,

@@ -37,10 +37,21 @@ pub struct PyBlockingDesc {
 
 #[pymethods]
 impl PyBlockingDesc {
+    /// ``BlockingDesc(blk_dims, order, offset=0, dim_offsets=None,
+    /// strides=None)``, or OpenVINO's ``BlockingDesc(dims, layout)``: the
+    /// dense blocking a ``bc.Layout`` gives logical ``dims``.
     #[new]
     #[pyo3(signature = (blk_dims, order, offset=0, dim_offsets=None, strides=None))]
-    fn new(blk_dims: Vec<i64>, order: Vec<i64>, offset: i64, dim_offsets: Option<Vec<i64>>, strides: Option<Vec<i64>>) -> PyResult<Self> {
+    fn new(blk_dims: Vec<i64>, order: &Bound<'_, PyAny>, offset: i64, dim_offsets: Option<Vec<i64>>, strides: Option<Vec<i64>>) -> PyResult<Self> {
         let blk = udims(&blk_dims, "blocked dim")?;
+        let layout_cls = order.py().import("blobcore._enums")?.getattr("Layout")?;
+        if order.is_instance(&layout_cls)? {
+            if offset != 0 || dim_offsets.is_some() || strides.is_some() {
+                return Err(crate::errors::raise("InvalidArgumentError", "BlockingDesc(dims, layout) takes no offset, dim_offsets or strides"));
+            }
+            return Ok(PyBlockingDesc { b: core(BlockingDesc::from_layout(&blk, layout_from_py(order)?))? });
+        }
+        let order: Vec<i64> = order.extract()?;
         let ord = udims(&order, "order entry")?;
         let off = uidx(offset, "offset")?;
         let dofs = udims(&dim_offsets.unwrap_or_default(), "dim offset")?;

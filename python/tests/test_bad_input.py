@@ -111,6 +111,11 @@ ROWS = [
     (lambda f: f.a.copy_from(f.v), bc.ShapeError, "dims differ"),
     (lambda f: f.a.copy_from(f.b, reshape=True), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from([1, 2, 3, 4, 5, 6], copy_diff=True), TypeError, "blob source"),
+    # OpenVINO BlockingDesc(dims, layout)
+    (lambda f: bc.BlockingDesc([2, 3], bc.Layout.NCHW), bc.ShapeError, "needs rank 4"),
+    (lambda f: bc.BlockingDesc([2, 3], bc.Layout.NC, offset=2), bc.InvalidArgumentError, "takes no offset"),
+    (lambda f: bc.BlockingDesc([-2, 3], bc.Layout.NC), bc.OutOfRangeError, "negative"),
+    (lambda f: bc.BlockingDesc([2, 3], "NC"), TypeError, ""),
     # Serrano's construction
     (lambda f: bc.Blob.full([2], 256, bc.uint8), bc.OutOfRangeError, "does not fit in uint8"),
     (lambda f: bc.Blob.full([2], float("nan"), bc.int32), bc.OutOfRangeError, "does not fit"),

@@ -23,6 +23,13 @@ def test_seed_nhwc_and_layout_by_dims():
     a = bc.TensorDesc(bc.float32, [1, 25, 20, 20], bc.BlockingDesc([1, 20, 20, 25], [0, 2, 3, 1]))
     b = bc.TensorDesc(bc.float32, [1, 25, 20, 20], bc.Layout.NHWC)
     assert a == b and a.layout == bc.Layout.NHWC
+    # The seed's second spelling: BlockingDesc(dims, layout).
+    c = bc.BlockingDesc([1, 25, 20, 20], bc.Layout.NHWC)
+    assert c == bc.BlockingDesc([1, 20, 20, 25], [0, 2, 3, 1])
+    assert c.strides == [10000, 500, 25, 1]
+    assert bc.TensorDesc(bc.float32, [1, 25, 20, 20], c) == b
+    with pytest.raises(bc.ShapeError):
+        bc.BlockingDesc([2, 3], bc.Layout.NCHW)
     assert [bc.layout_by_dims(r) for r in range(7)] == [
         bc.Layout.SCALAR, bc.Layout.C, bc.Layout.NC, bc.Layout.CHW, bc.Layout.NCHW, bc.Layout.NCDHW, bc.Layout.BLOCKED,
     ]

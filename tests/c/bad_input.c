@@ -235,6 +235,31 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_transpose_from_dims(a, c, 7, 0));
         CHECK(out == sentinel);
     }
+    /* OpenVINO descs: named layouts, strides, offset(l), introspection. */
+    {
+        const int64_t d2[2] = {2, 3}, b2[2] = {2, 3}, o2[2] = {0, 1}, thin[2] = {2, 1}, neg[2] = {-1, 0};
+        int64_t room[2] = {-7, -7};
+        size_t n = 99;
+        int32_t lay = -1;
+        BAD(BLOB_ERR_SHAPE, "needs rank 4", blob_create_layout(NULL, BLOB_F32, d2, 2, BLOB_LAYOUT_NCHW, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not a layout code", blob_create_layout(NULL, BLOB_F32, d2, 2, 7, &out));
+        BAD(BLOB_ERR_DTYPE, "", blob_create_layout(NULL, 77, d2, 2, BLOB_LAYOUT_NC, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_create_layout(NULL, BLOB_F32, d2, 2, BLOB_LAYOUT_NC, NULL));
+        BAD(BLOB_ERR_SHAPE, "at least dense", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, b2, o2, 2, 0, NULL, thin, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, b2, o2, 2, -1, NULL, NULL, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, b2, o2, 2, 0, neg, NULL, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "blk_dims", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, NULL, o2, 2, 0, NULL, NULL, &out));
+        BAD(BLOB_ERR_SHAPE, "fewer", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, thin, o2, 2, 0, NULL, NULL, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_layout_by_dims(3, NULL));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_desc_offset_linear(a, 6, room));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_desc_offset_linear(a, -1, room));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_desc_offset_linear(a, 0, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_offset_linear(fake, 0, room));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "room for 1", blob_desc_blocking(a, 1, room, NULL, NULL, NULL, &n, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "out_n", blob_desc_blocking(a, 2, room, NULL, NULL, NULL, NULL, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_blocking(fake, 2, room, NULL, NULL, NULL, &n, NULL));
+        CHECK(room[0] == -7 && n == 99 && out == sentinel && lay == -1);
+    }
     /* Serrano: numpy.full and shape equality. */
     {
         const int64_t d2[1] = {2}, dneg[1] = {-2};

@@ -103,6 +103,62 @@ int main(void) {
         blob_free(q);
     }
 
+    /* The seed through the newer calls: offset(l), NHWC by name, the
+     * BlockingDesc read back, explicit strides and offset padding, and
+     * getLayoutByDims. */
+    CHECK(blob_desc_offset_linear(b8, 0, &off) == BLOB_OK && off == 0);
+    CHECK(blob_desc_offset_linear(b8, 1, &off) == BLOB_OK && off == 8);
+    CHECK(blob_desc_offset_linear(b8, 2, &off) == BLOB_OK && off == 16);
+    CHECK(blob_desc_offset_linear(b8, 402, &off) == BLOB_OK && off == 17); /* {0,1,0,2} */
+    CHECK(blob_desc_offset_linear(b8, 10000, &off) == BLOB_ERR_OUT_OF_RANGE && off == 17);
+    {
+        Blob *named = NULL, *padded = NULL;
+        int64_t bd[8] = {0}, ord[8] = {0}, st[8] = {0}, of[8] = {0}, pad = -1;
+        size_t n = 0;
+        CHECK(blob_create_layout(NULL, BLOB_F32, dims, 4, BLOB_LAYOUT_NHWC, &named) == BLOB_OK);
+        CHECK(blob_layout(named, &layout) == BLOB_OK && layout == BLOB_LAYOUT_NHWC);
+        CHECK(blob_desc_blocking(named, 8, bd, ord, st, of, &n, &pad) == BLOB_OK && n == 4 && pad == 0);
+        CHECK(bd[0] == 1 && bd[1] == 20 && bd[2] == 20 && bd[3] == 25);
+        CHECK(ord[0] == 0 && ord[1] == 2 && ord[2] == 3 && ord[3] == 1);
+        CHECK(st[0] == 10000 && st[1] == 500 && st[2] == 25 && st[3] == 1 && of[3] == 0);
+        /* The same as the explicit NHWC blocking: reorder between them is a copy. */
+        CHECK(blob_reorder(named, dense) == BLOB_OK);
+        CHECK(blob_reorder(back, named) == BLOB_OK);
+        CHECK(blob_copy_to_host(back, got, sizeof got) == BLOB_OK && memcmp(got, src, sizeof got) == 0);
+        /* Size query, then the blocked desc of the seed's example 2. */
+        CHECK(blob_desc_blocking(b8, 0, NULL, NULL, NULL, NULL, &n, NULL) == BLOB_OK && n == 5);
+        CHECK(blob_desc_blocking(b8, 4, bd, NULL, NULL, NULL, &n, NULL) == BLOB_ERR_OUT_OF_RANGE);
+        CHECK(blob_desc_blocking(b8, 8, bd, ord, st, NULL, &n, NULL) == BLOB_OK);
+        CHECK(bd[1] == 4 && bd[4] == 8 && ord[4] == 1 && st[0] == 12800 && st[3] == 8 && st[4] == 1);
+        /* Rows padded to 32 elements and 3 elements before the data. */
+        {
+            const int64_t d2[2] = {2, 3}, b2[2] = {2, 3}, o2[2] = {0, 1}, s2[2] = {32, 1};
+            static const float six[6] = {1, 2, 3, 4, 5, 6};
+            float back6[6] = {0};
+            Blob *flat = NULL;
+            CHECK(blob_create_desc_strided(NULL, BLOB_F32, d2, 2, b2, o2, 2, 3, NULL, s2, &padded) == BLOB_OK);
+            CHECK(blob_desc_offset_linear(padded, 4, &off) == BLOB_OK && off == 3 + 32 + 1);
+            CHECK(blob_desc_blocking(padded, 8, bd, ord, st, of, &n, &pad) == BLOB_OK && pad == 3 && st[0] == 32);
+            CHECK(blob_create_tensor(NULL, BLOB_F32, d2, 2, &flat) == BLOB_OK);
+            CHECK(blob_copy_from_host(flat, six, sizeof six) == BLOB_OK);
+            CHECK(blob_reorder(padded, flat) == BLOB_OK);
+            CHECK(blob_fill(flat, 0) == BLOB_OK && blob_reorder(flat, padded) == BLOB_OK);
+            CHECK(blob_copy_to_host(flat, back6, sizeof back6) == BLOB_OK && memcmp(back6, six, sizeof six) == 0);
+            blob_free(flat);
+        }
+        CHECK(blob_create_layout(NULL, BLOB_F32, dims, 4, BLOB_LAYOUT_NCDHW, &padded) == BLOB_ERR_SHAPE);
+        blob_free(named);
+        blob_free(padded);
+    }
+    {
+        static const struct { size_t rank; int32_t want; } by_dims[] = {
+            {0, BLOB_LAYOUT_SCALAR}, {1, BLOB_LAYOUT_C}, {2, BLOB_LAYOUT_NC}, {3, BLOB_LAYOUT_CHW},
+            {4, BLOB_LAYOUT_NCHW}, {5, BLOB_LAYOUT_NCDHW}, {6, BLOB_LAYOUT_BLOCKED}};
+        size_t k;
+        for (k = 0; k < sizeof by_dims / sizeof by_dims[0]; k++)
+            CHECK(blob_layout_by_dims(by_dims[k].rank, &layout) == BLOB_OK && layout == by_dims[k].want);
+    }
+
     blob_free(b8);
     blob_free(nhwc);
     blob_free(dense);
