@@ -217,7 +217,11 @@ const char *blob_status_str(int32_t status);
 // The library version ("MAJOR.MINOR.PATCH"). A static string.
 const char *blob_version(void);
 
-// NeoML `GetBuffer`: `*out` points at elements [pos, pos + size). With
+// NeoML `GetBuffer`: `*out` points at elements [pos, pos + size) of the
+// blob's memory in memory order: its elements for a dense blob; for a
+// blob with a layout (NHWC, blocked, padded) positions in its raw span,
+// padding included (`blob_raw_count` elements; OpenVINO's `buffer()`).
+// Strided views of another blob refuse (`BLOB_ERR_UNSUPPORTED`). With
 // `exchange` the buffer holds current data. Buffers must be released in
 // LIFO order with `blob_release_buffer`.
 int32_t blob_get_buffer(struct Blob *b, int64_t pos, int64_t size, bool exchange, void **out_ptr);
@@ -226,6 +230,16 @@ int32_t blob_get_buffer(struct Blob *b, int64_t pos, int64_t size, bool exchange
 // (`BLOB_ERR_LIFO` otherwise, and nothing changes). With `exchange`,
 // what was written lands in the blob.
 int32_t blob_release_buffer(struct Blob *b, void *ptr, bool exchange);
+
+// The number of elements in the blob's raw memory span: its element count
+// when dense; for a blob with a layout, every element its memory reaches
+// (padding included). `BLOB_ERR_UNSUPPORTED` for strided views.
+int32_t blob_raw_count(const struct Blob *b, int64_t *out_count);
+
+// The blob's raw memory span as a new 1-D dense blob sharing it (for a
+// blocked blob: its memory exactly as laid out, to save or hand to code
+// that knows the layout).
+int32_t blob_raw(const struct Blob *b, struct Blob **out_blob);
 
 // NeoML `CreateDataBlob`: dims [bl, bw, 1, 1, 1, 1, channels].
 int32_t blob_create_data(const struct BlobEngine *e,

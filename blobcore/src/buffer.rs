@@ -12,36 +12,45 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 impl Blob {
-    fn buffer_range(&self, pos: i64, size: i64) -> Result<(usize, usize)> {
+    /// Elements `[pos, pos + size)` of the raw span checked, and the
+    /// region they are (a 1-D run of storage).
+    fn range_region(&self, pos: i64, size: i64) -> Result<crate::blob::Region> {
         let pos = non_negative(pos, "buffer position")?;
         let size = non_negative(size, "buffer size")?;
-        let count = self.count();
-        if pos.checked_add(size).is_none_or(|end| end > count) {
-            return Err(err!(
-                OutOfRange,
-                "buffer [{pos}, {pos}+{size}) exceeds the blob's {count} elements"
-            ));
+        let st = self.state();
+        let (offset, len) = crate::raw::span_of(&st)?;
+        if pos.checked_add(size).is_none_or(|end| end > len) {
+            let what = if st.desc.is_none() { "elements" } else { "elements of raw memory" };
+            return Err(err!(OutOfRange, "buffer [{pos}, {pos}+{size}) exceeds the blob's {len} {what}"));
         }
-        Ok((pos, size))
+        Ok(crate::blob::Region {
+            dense: true,
+            storage: std::sync::Arc::clone(&st.storage),
+            offset: offset + pos,
+            shape: Shape::new(&[size])?,
+            dtype: self.dtype(),
+        })
     }
 
-    /// NeoML `GetBuffer`: a raw pointer to elements `[pos, pos + size)`,
-    /// pushed on this blob's buffer stack. `exchange` = the buffer must hold
-    /// current data (always true on the CPU, where the buffer is the memory
+    /// NeoML `GetBuffer`: a raw pointer to elements `[pos, pos + size)` of
+    /// the blob's memory in memory order, pushed on this blob's buffer
+    /// stack. For a dense blob these are its elements; for a blob with a
+    /// layout (NHWC, blocked, padded) they index its raw span, padding
+    /// included ([`Blob::raw_count`]); strided views of another blob
+    /// refuse (`Unsupported`). `exchange` = the buffer must hold current
+    /// data (always true on the CPU, where the buffer is the memory
     /// itself). While any buffer is held, reallocating the memory is Busy.
     ///
     /// The pointer stays valid until released (the stack keeps the memory
     /// alive). Rust callers should prefer [`Blob::buffer`].
     pub fn get_buffer(&self, pos: i64, size: i64, exchange: bool) -> Result<NonNull<u8>> {
-        let (pos, size) = self.buffer_range(pos, size)?;
-        let region = self.snapshot();
-        if !region.dense {
-            return Err(crate::blob::needs_dense());
-        }
+        let region = self.range_region(pos, size)?;
+        // range_region checked both are non-negative.
+        let (pos, size) = (pos as usize, region.count());
         // exchange = the holder reads current data (the head may stay
         // Synced); otherwise it will overwrite it (the head moves here).
         let (pin, base) = region.storage.pin_host(!exchange)?;
-        let byte_off = (region.offset + pos) * self.dtype().size();
+        let byte_off = region.offset * self.dtype().size();
         if byte_off + size * self.dtype().size() > region.storage.len() {
             return Err(err!(Internal, "buffer exceeds the blob's memory"));
         }
@@ -92,14 +101,6 @@ impl Blob {
     /// Number of buffers currently held through [`Blob::get_buffer`].
     pub fn held_buffers(&self) -> usize {
         mutex(&self.inner.buffers).len()
-    }
-
-    fn range_region(&self, pos: i64, size: i64) -> Result<crate::blob::Region> {
-        let (pos, size) = self.buffer_range(pos, size)?;
-        let mut region = self.snapshot();
-        region.offset += pos;
-        region.shape = Shape::new(&[size])?;
-        Ok(region)
     }
 
     /// A read guard over elements `[pos, pos + size)` (NeoML's

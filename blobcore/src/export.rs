@@ -140,19 +140,21 @@ impl Blob {
         self.export_region(region.storage, region.offset, shape)
     }
 
-    /// Exports elements `[pos, pos + size)` as a 1-D run.
+    /// Exports elements `[pos, pos + size)` of the blob's memory in memory
+    /// order as a 1-D run: its elements for a dense blob, its raw span
+    /// (padding included) for a blob with a layout (see [`crate::raw`]).
     pub fn export_range(&self, pos: i64, size: i64) -> Result<Export> {
         let pos = non_negative(pos, "export position")?;
         let size = non_negative(size, "export size")?;
-        let region = self.snapshot();
-        if !region.dense {
-            return Err(crate::blob::needs_dense());
+        let (storage, offset, len) = {
+            let st = self.state();
+            let (offset, len) = crate::raw::span_of(&st)?;
+            (Arc::clone(&st.storage), offset, len)
+        };
+        if pos.checked_add(size).is_none_or(|end| end > len) {
+            return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        let count = region.shape.count();
-        if pos.checked_add(size).is_none_or(|end| end > count) {
-            return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {count} elements"));
-        }
-        self.export_region(region.storage, region.offset + pos, vec![size])
+        self.export_region(storage, offset + pos, vec![size])
     }
 
     fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>) -> Result<Export> {

@@ -45,6 +45,7 @@ pub mod engine;
 pub mod error;
 pub mod export;
 pub mod index;
+pub mod raw;
 pub mod io;
 pub mod layout;
 pub mod ops;

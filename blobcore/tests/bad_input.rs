@@ -158,6 +158,13 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
         SHAPE, "reshape is false", |f| f.a.copy_from_caffe(&f.c, false, false);
+        // Raw memory of layouts: spans checked, views without one refused.
+        OUT_OF_RANGE, "elements of raw memory", |f| f.blocked.get_buffer(0, 65, true).map(|_| ());
+        OUT_OF_RANGE, "elements of raw memory", |f| f.blocked.buffer_read::<f32>(60, 5).map(|_| ());
+        UNSUPPORTED, "contiguous span", |f| f.a.region(&[0, 1], &[2, 3])?.raw();
+        UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.get_buffer(0, 1, true).map(|_| ());
+        UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.export_range(0, 1).map(|_| ());
+        OUT_OF_RANGE, "exceeds", |f| f.blocked.export_range(64, 1).map(|_| ());
         // OpenVINO BlockingDesc(dims, layout).
         SHAPE, "needs rank 4", |f| BlockingDesc::from_layout(&[2, 3], Layout::Nchw);
         SHAPE, "rank", |f| BlockingDesc::from_layout(&[1; 33], Layout::Blocked);

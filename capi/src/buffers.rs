@@ -4,7 +4,11 @@ use crate::handles::{self, Blob};
 use crate::status::{ffi, out, put};
 use std::ffi::c_void;
 
-/// NeoML `GetBuffer`: `*out` points at elements [pos, pos + size). With
+/// NeoML `GetBuffer`: `*out` points at elements [pos, pos + size) of the
+/// blob's memory in memory order: its elements for a dense blob; for a
+/// blob with a layout (NHWC, blocked, padded) positions in its raw span,
+/// padding included (`blob_raw_count` elements; OpenVINO's `buffer()`).
+/// Strided views of another blob refuse (`BLOB_ERR_UNSUPPORTED`). With
 /// `exchange` the buffer holds current data. Buffers must be released in
 /// LIFO order with `blob_release_buffer`.
 #[no_mangle]
@@ -23,4 +27,30 @@ pub extern "C" fn blob_get_buffer(b: *mut Blob, pos: i64, size: i64, exchange: b
 #[no_mangle]
 pub extern "C" fn blob_release_buffer(b: *mut Blob, ptr: *mut c_void, exchange: bool) -> i32 {
     ffi!({ handles::blob(b, "blob")?.release_buffer(ptr as *const u8, exchange) })
+}
+
+/// The number of elements in the blob's raw memory span: its element count
+/// when dense; for a blob with a layout, every element its memory reaches
+/// (padding included). `BLOB_ERR_UNSUPPORTED` for strided views.
+#[no_mangle]
+pub extern "C" fn blob_raw_count(b: *const Blob, out_count: *mut i64) -> i32 {
+    ffi!({
+        let o = out(out_count, "out")?;
+        let n = handles::blob(b, "blob")?.raw_count()?;
+        put(o, i64::try_from(n).unwrap_or(i64::MAX));
+        Ok(())
+    })
+}
+
+/// The blob's raw memory span as a new 1-D dense blob sharing it (for a
+/// blocked blob: its memory exactly as laid out, to save or hand to code
+/// that knows the layout).
+#[no_mangle]
+pub extern "C" fn blob_raw(b: *const Blob, out_blob: *mut *mut Blob) -> i32 {
+    ffi!({
+        let o = out(out_blob, "out")?;
+        let r = handles::blob(b, "blob")?.raw()?;
+        put(o, handles::issue_blob(r));
+        Ok(())
+    })
 }

@@ -828,15 +828,19 @@ impl PyBlob {
 
     /// ``with b.buffer(pos, size, mode) as arr:`` — an ndarray view of
     /// elements [pos, pos + size) (the whole blob, shaped like it, by
-    /// default), read-only for mode "r". Nested contexts release in LIFO order.
+    /// default), read-only for mode "r". Nested contexts release in LIFO
+    /// order. For a blob with a layout (NHWC, blocked, padded) positions
+    /// index its raw memory in memory order, padding included, and the
+    /// default is the whole 1-D span (``raw_count`` elements).
     #[pyo3(signature = (pos=0, size=None, mode="rw"))]
     fn buffer(&self, pos: i64, size: Option<i64>, mode: &str) -> PyResult<BufferContext> {
         let mode = Mode::parse(mode)?;
         Ok(BufferContext::new(self.b.clone(), pos, size, mode))
     }
 
-    /// NeoML ``GetBuffer``: a writable ndarray view of [pos, pos + size),
-    /// pushed on the blob's buffer stack; give it back with ``release_buffer``.
+    /// NeoML ``GetBuffer``: a writable ndarray view of [pos, pos + size)
+    /// (raw memory order for blobs with a layout), pushed on the blob's
+    /// buffer stack; give it back with ``release_buffer``.
     fn get_buffer<'py>(&self, py: Python<'py>, pos: i64, size: i64, exchange: bool) -> PyResult<Bound<'py, PyAny>> {
         let export = core(self.b.export_range(pos, size))?;
         core(self.b.get_buffer(pos, size, exchange))?;
@@ -850,6 +854,21 @@ impl PyBlob {
         let ptr = view.ptr();
         drop(view);
         core(self.b.release_buffer(ptr, exchange))
+    }
+
+    /// The blob's raw memory in memory order as a 1-D blob sharing it
+    /// (OpenVINO's ``buffer()``): for blobs with a layout, every element
+    /// of memory the layout reaches, padding included; ``numpy.asarray``
+    /// of it is how a blocked blob's memory reaches NumPy. Strided views
+    /// of another blob raise UnsupportedError.
+    fn raw(&self) -> PyResult<Self> {
+        Ok(Self::new(core(self.b.raw())?))
+    }
+
+    /// Elements of the raw memory span (the element count for dense blobs).
+    #[getter]
+    fn raw_count(&self) -> PyResult<usize> {
+        core(self.b.raw_count())
     }
 
     /// Number of buffers held through ``get_buffer`` / ``buffer``.

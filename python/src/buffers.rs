@@ -96,9 +96,10 @@ impl BufferContext {
         if held.is_some() {
             return Err(raise("LifoError", "this buffer context is already entered"));
         }
-        let count = self.blob.count() as i64;
+        let dense = self.blob.is_dense();
+        let count = if dense { self.blob.count() as i64 } else { core(self.blob.raw_count())? as i64 };
         let (export, size) = match self.size {
-            None if self.pos == 0 => (core(self.blob.export())?, count),
+            None if self.pos == 0 && dense => (core(self.blob.export())?, count),
             None => {
                 let size = count.saturating_sub(self.pos).max(0);
                 (core(self.blob.export_range(self.pos, size))?, size)

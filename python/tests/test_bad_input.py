@@ -111,6 +111,12 @@ ROWS = [
     (lambda f: f.a.copy_from(f.v), bc.ShapeError, "dims differ"),
     (lambda f: f.a.copy_from(f.b, reshape=True), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from([1, 2, 3, 4, 5, 6], copy_diff=True), TypeError, "blob source"),
+    # raw memory of layouts
+    (lambda f: f.blk.get_buffer(0, 65, True), bc.OutOfRangeError, "exceeds"),
+    (lambda f: f.blk.buffer(60, 5, "r").__enter__(), bc.OutOfRangeError, "exceeds"),
+    (lambda f: f.a.T.raw(), bc.UnsupportedError, "contiguous span"),
+    (lambda f: f.a[:, 1:].buffer(0, 1, "r").__enter__(), bc.UnsupportedError, "contiguous span"),
+    (lambda f: f.a.region([0, 1], [2, 3]).raw_count, bc.UnsupportedError, "contiguous span"),
     # OpenVINO BlockingDesc(dims, layout)
     (lambda f: bc.BlockingDesc([2, 3], bc.Layout.NCHW), bc.ShapeError, "needs rank 4"),
     (lambda f: bc.BlockingDesc([2, 3], bc.Layout.NC, offset=2), bc.InvalidArgumentError, "takes no offset"),

@@ -142,3 +142,78 @@ def test_same_shape_with_and_without_dtype():
     assert a.same_shape(bc.Blob.tensor([2, 3], bc.int32), dtype=False)
     assert not a.same_shape(bc.Blob.tensor([2, 3, 1]), dtype=False)  # NumPy's shape equality
     assert a.has_equal_dims(bc.Blob.tensor([2, 3, 1]))  # NeoML's padded one
+
+
+# -- raw memory of every layout (OpenVINO buffer()) ----------------------------
+
+def nhwc_blob(a):
+    b = bc.Blob.with_desc(bc.TensorDesc(bc.float32, list(a.shape), bc.Layout.NHWC))
+    b.reorder_from(blob_of(a))
+    return b
+
+
+def test_buffers_of_an_nhwc_blob_are_its_memory_in_memory_order(rng):
+    a = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    b = nhwc_blob(a)
+    memory = np.transpose(a, (0, 2, 3, 1)).reshape(-1)  # the oracle: NHWC order
+    assert b.raw_count == a.size
+    with b.buffer(0, a.size, "r") as m:
+        np.testing.assert_array_equal(m, memory)
+    with b.buffer() as m:  # the whole span, 1-D
+        assert m.shape == (a.size,)
+        m[0] = 100.0  # element (0, 0, 0, 0)
+    assert np.asarray(b)[0, 0, 0, 0] == 100.0
+    with b.buffer(3, 2, "r") as m:
+        np.testing.assert_array_equal(m, memory[3:5])
+    buf = b.get_buffer(3, 3, True)
+    np.testing.assert_array_equal(buf, memory[3:6])
+    b.release_buffer(buf, False)
+    np.testing.assert_array_equal(np.asarray(b.raw()), np.concatenate([[100.0], memory[1:]]).astype(np.float32))
+
+
+def test_blocked_blobs_reach_numpy_through_raw():
+    # The OpenVINO seed: dims {1, 25, 20, 20} with channels blocked by 8.
+    t = bc.TensorDesc(bc.float32, [1, 25, 20, 20], bc.BlockingDesc([1, 4, 20, 20, 8], [0, 1, 2, 3, 1]))
+    b = bc.Blob.with_desc(t)
+    a = np.arange(25 * 400, dtype=np.float32).reshape(1, 25, 20, 20)
+    b.reorder_from(blob_of(a))
+    with pytest.raises(bc.UnsupportedError):
+        np.asarray(b)  # the logical export still refuses
+    raw = np.asarray(b.raw())
+    assert raw.shape == (4 * 20 * 20 * 8,) and b.raw_count == raw.size
+    # offset(v) of every logical element holds it.
+    for idx in [(0, 0, 0, 0), (0, 0, 0, 1), (0, 1, 0, 2), (0, 24, 19, 19), (0, 9, 3, 7)]:
+        assert raw[t.offset(list(idx))] == a[idx]
+    # The padding channels (25..31) read as zeros and are part of the span.
+    np.testing.assert_array_equal(raw.reshape(4, 20, 20, 8)[3, :, :, 1:], 0)
+    # Writing the raw memory writes the blob.
+    raw[t.offset([0, 1, 0, 2])] = -1
+    out = bc.Blob.tensor([1, 25, 20, 20])
+    out.reorder_from(b)
+    assert np.asarray(out)[0, 1, 0, 2] == -1
+    with b.buffer(8, 8, "r") as m:  # (0, 0, 0, 1) in all 8 channels of block 0
+        np.testing.assert_array_equal(m, a[0, :8, 0, 1])
+
+
+def test_padded_spans_include_the_padding():
+    blk = bc.BlockingDesc([2, 3], [0, 1], offset=3, strides=[32, 1])
+    b = bc.Blob.with_desc(bc.TensorDesc(bc.float32, [2, 3], blk))
+    assert b.raw_count == 3 + 32 + 3
+    b.reorder_from(bc.Blob.from_numpy(np.arange(1, 7, dtype=np.float32).reshape(2, 3)))
+    raw = np.asarray(b.raw())
+    np.testing.assert_array_equal(raw[3:6], [1, 2, 3])
+    np.testing.assert_array_equal(raw[35:38], [4, 5, 6])
+    assert raw[:3].sum() == 0 and raw[6:35].sum() == 0
+
+
+def test_views_without_a_span_refuse_with_the_reason():
+    b = bc.Blob.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    for view in [b[:, 1:3], b.T, b.region([0, 1], [2, 3])]:
+        with pytest.raises(bc.UnsupportedError, match="contiguous span"):
+            view.raw()
+        with pytest.raises(bc.UnsupportedError, match="contiguous span"):
+            with view.buffer(0, 1, "r"):
+                pass
+    # Dense views own their span: a window's raw memory is its rows.
+    np.testing.assert_array_equal(np.asarray(b.window(1).raw()), [0, 1, 2, 3])
+    np.testing.assert_array_equal(np.asarray(b[1].raw()), [4, 5, 6, 7])

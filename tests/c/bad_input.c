@@ -235,6 +235,24 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_transpose_from_dims(a, c, 7, 0));
         CHECK(out == sentinel);
     }
+    /* Raw memory: spans of layouts checked, views without one refused. */
+    {
+        void *p = (void *)&rows;
+        int64_t cnt = -5;
+        const int64_t rb[2] = {0, 1}, re[2] = {2, 3};
+        Blob *roi = NULL;
+        CHECK(blob_region(a, rb, re, 2, &roi) == BLOB_OK);
+        BAD(BLOB_ERR_UNSUPPORTED, "contiguous span", blob_raw(roi, &out));
+        BAD(BLOB_ERR_UNSUPPORTED, "contiguous span", blob_raw_count(roi, &cnt));
+        BAD(BLOB_ERR_UNSUPPORTED, "contiguous span", blob_get_buffer(roi, 0, 1, true, &p));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "raw memory", blob_get_buffer(blk, 0, 65, true, &p));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_raw_count(blk, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_raw_count(fake, &cnt));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_raw(blk, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_raw(fake, &out));
+        CHECK(p == (void *)&rows && cnt == -5 && out == sentinel);
+        blob_free(roi);
+    }
     /* OpenVINO descs: named layouts, strides, offset(l), introspection. */
     {
         const int64_t d2[2] = {2, 3}, b2[2] = {2, 3}, o2[2] = {0, 1}, thin[2] = {2, 1}, neg[2] = {-1, 0};

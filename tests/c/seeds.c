@@ -128,7 +128,45 @@ static void construction(void) {
     blob_free(h);
 }
 
+/* OpenVINO buffer(): the raw memory of any dense layout, padding included. */
+static void raw_memory(void) {
+    const int64_t dims[4] = {1, 25, 20, 20}, blk[5] = {1, 4, 20, 20, 8}, order[5] = {0, 1, 2, 3, 1};
+    const int64_t v[4] = {0, 1, 0, 2};
+    static float logical[10000], raw[12800];
+    int64_t n = 0, off = 0, i;
+    void *p = NULL;
+    Blob *b8 = NULL, *dense = NULL, *r = NULL, *nhwc = NULL;
+    for (i = 0; i < 10000; i++) logical[i] = (float)i;
+    CHECK(blob_create_desc(NULL, BLOB_F32, dims, 4, blk, order, 5, &b8) == BLOB_OK);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 4, &dense) == BLOB_OK);
+    CHECK(blob_copy_from_host(dense, logical, sizeof logical) == BLOB_OK);
+    CHECK(blob_reorder(b8, dense) == BLOB_OK);
+    CHECK(blob_raw_count(b8, &n) == BLOB_OK && n == 12800);
+    /* Logical copies still refuse a blocked blob; its raw memory does not. */
+    CHECK(blob_copy_to_host(b8, raw, sizeof logical) == BLOB_ERR_UNSUPPORTED);
+    CHECK(blob_raw(b8, &r) == BLOB_OK && blob_copy_to_host(r, raw, sizeof raw) == BLOB_OK);
+    CHECK(blob_desc_offset(b8, v, 4, &off) == BLOB_OK && raw[off] == logical[402]);
+    CHECK(raw[12800 - 1] == 0.0f); /* padding channel 31 */
+    CHECK(blob_get_buffer(b8, 8, 8, true, &p) == BLOB_OK);
+    CHECK(((float *)p)[1] == logical[400 + 1]); /* (0, 1, 0, 1) */
+    ((float *)p)[1] = -1.0f;
+    CHECK(blob_release_buffer(b8, p, true) == BLOB_OK);
+    CHECK(blob_reorder(dense, b8) == BLOB_OK && blob_copy_to_host(dense, logical, sizeof logical) == BLOB_OK);
+    CHECK(logical[401] == -1.0f);
+    /* NHWC by name: the buffer is channels-last memory. */
+    CHECK(blob_create_layout(NULL, BLOB_F32, dims, 4, BLOB_LAYOUT_NHWC, &nhwc) == BLOB_OK);
+    CHECK(blob_reorder(nhwc, dense) == BLOB_OK);
+    CHECK(blob_get_buffer(nhwc, 0, 25, true, &p) == BLOB_OK);
+    CHECK(((float *)p)[1] == logical[400] && ((float *)p)[24] == logical[24 * 400]);
+    CHECK(blob_release_buffer(nhwc, p, false) == BLOB_OK);
+    blob_free(b8);
+    blob_free(dense);
+    blob_free(r);
+    blob_free(nhwc);
+}
+
 int main(void) {
+    raw_memory();
     named_dims();
     typed_copies();
     construction();
