@@ -132,6 +132,13 @@
 // Named dim: channels (axis 6).
 #define BLOB_DIM_CHANNELS 6
 
+// NeoML archive form: `SerializeBlob`'s (a leading isNull byte).
+#define BLOB_NEOML_BLOB 0
+
+// NeoML archive form: `CDnnBlob::Serialize`'s (no isNull byte; what
+// `neoml.Blob.store` writes and `neoml.Blob.load` reads).
+#define BLOB_NEOML_SERIALIZE 1
+
 // Where a blob's current data lives: nothing allocated yet.
 #define BLOB_HEAD_UNINITIALIZED 0
 
@@ -491,13 +498,25 @@ int32_t blob_from_caffe_bytes(const struct BlobEngine *e,
 // buffer of `*len` bytes owned by libblob: free it with `blob_bytes_free`.
 int32_t blob_to_caffe_bytes(const struct Blob *b, bool write_diff, uint8_t **out, size_t *len);
 
-// Loads a NeoML blob archive as a rank-7 f32 or i32 blob (a null blob in
-// the archive is `BLOB_ERR_FORMAT`).
+// Loads a NeoML blob archive in either form (`SerializeBlob`'s, with a
+// leading isNull byte, or `CDnnBlob::Serialize`'s, starting `FF D0 07 00
+// 00`) as a rank-7 f32 or i32 blob (a null blob is `BLOB_ERR_FORMAT`).
 int32_t blob_load_neoml(const struct BlobEngine *e, const char *path, struct Blob **out);
 
 // Saves an f32 or i32 blob of rank <= 7 as a NeoML blob archive
-// (version 2000).
+// (version 2000) in `SerializeBlob`'s form (`blob_save_neoml_form` for
+// the other).
 int32_t blob_save_neoml(const struct Blob *b, const char *path);
+
+// As `blob_save_neoml` in the given archive form: `BLOB_NEOML_BLOB`
+// (`SerializeBlob`: a leading isNull byte; what `blob_save_neoml`
+// writes) or `BLOB_NEOML_SERIALIZE` (`CDnnBlob::Serialize`: starts
+// `FF D0 07 00 00`; what NeoML's Python `neoml.Blob.load` reads).
+// `blob_load_neoml` reads both.
+int32_t blob_save_neoml_form(const struct Blob *b, const char *path, int32_t form);
+
+// As `blob_to_neoml_bytes` in the given archive form (`BLOB_NEOML_*`).
+int32_t blob_to_neoml_bytes_form(const struct Blob *b, int32_t form, uint8_t **out, size_t *len);
 
 // Decodes a NeoML blob archive held in memory.
 int32_t blob_from_neoml_bytes(const struct BlobEngine *e,

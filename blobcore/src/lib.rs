@@ -60,6 +60,7 @@ pub use engine::{Engine, EngineKind};
 pub use error::{Error, Result};
 pub use export::Export;
 pub use index::Index;
+pub use io::neoml::NeomlForm;
 pub use layout::{is_row_major, layout_by_dims, row_major_strides, BlockingDesc, Layout, TensorDesc};
 pub use shape::{BlobDim, Shape, MAX_RANK};
 pub use storage::{Head, ReleaseFn};

@@ -165,6 +165,12 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.get_buffer(0, 1, true).map(|_| ());
         UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.export_range(0, 1).map(|_| ());
         OUT_OF_RANGE, "exceeds", |f| f.blocked.export_range(64, 1).map(|_| ());
+        // NeoML archive forms.
+        INVALID_ARGUMENT, "neither", |f| blobcore::NeomlForm::from_name("pickle");
+        INVALID_ARGUMENT, "neither 0 (blob) nor 1", |f| blobcore::NeomlForm::from_code(2);
+        DTYPE, "float32 or int32", |f| Blob::tensor(&f.e, DType::F64, &[2])?.to_neoml_bytes_as(blobcore::NeomlForm::Serialize);
+        FORMAT, "neither an isNull byte", |f| Blob::from_neoml_bytes(&f.e, &[0x02, 0xFF]);
+        FORMAT, "truncated", |f| Blob::from_neoml_bytes(&f.e, &[0xFF, 0xD0, 0x07]);
         // OpenVINO BlockingDesc(dims, layout).
         SHAPE, "needs rank 4", |f| BlockingDesc::from_layout(&[2, 3], Layout::Nchw);
         SHAPE, "rank", |f| BlockingDesc::from_layout(&[1; 33], Layout::Blocked);

@@ -168,6 +168,10 @@ fn neoml_decoder_survives_mutated_archives() {
     let seed = a.to_neoml_bytes().unwrap();
     let rejected = survive("NeoML archive", Blob::from_neoml_bytes, &seed, 46, true);
     assert!(rejected > 300, "only {rejected} rejected");
+    // CDnnBlob::Serialize's form: the same without the isNull byte.
+    let seed = a.to_neoml_bytes_as(blobcore::NeomlForm::Serialize).unwrap();
+    let rejected = survive("NeoML archive (Serialize form)", Blob::from_neoml_bytes, &seed, 45, true);
+    assert!(rejected > 300, "only {rejected} rejected");
 }
 
 #[test]

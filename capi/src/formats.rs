@@ -9,6 +9,7 @@
 
 use crate::handles::{self, Blob, BlobEngine};
 use crate::status::{array, ffi, out, path, put};
+use blobcore::io::neoml::NeomlForm;
 use blobcore::Error;
 use std::ffi::c_char;
 
@@ -18,7 +19,6 @@ const MAX_INPUT: usize = isize::MAX as usize;
 
 type Loader = fn(&blobcore::Engine, &std::path::Path) -> blobcore::Result<blobcore::Blob>;
 type Decoder = fn(&blobcore::Engine, &[u8]) -> blobcore::Result<blobcore::Blob>;
-type Encoder = fn(&blobcore::Blob) -> blobcore::Result<Vec<u8>>;
 
 fn load(e: *const BlobEngine, p: *const std::ffi::c_char, o: *mut *mut Blob, f: Loader) -> i32 {
     ffi!({
@@ -41,7 +41,7 @@ fn decode(e: *const BlobEngine, data: *const u8, len: usize, o: *mut *mut Blob, 
     })
 }
 
-fn encode(b: *const Blob, o: *mut *mut u8, len: *mut usize, f: Encoder) -> i32 {
+fn encode(b: *const Blob, o: *mut *mut u8, len: *mut usize, f: impl FnOnce(&blobcore::Blob) -> Result<Vec<u8>, blobcore::Error>) -> i32 {
     ffi!({
         let o = out(o, "out")?;
         let len = out(len, "len")?;
@@ -149,21 +149,46 @@ pub extern "C" fn blob_to_caffe_bytes(b: *const Blob, write_diff: bool, out: *mu
     }
 }
 
-/// Loads a NeoML blob archive as a rank-7 f32 or i32 blob (a null blob in
-/// the archive is `BLOB_ERR_FORMAT`).
+/// Loads a NeoML blob archive in either form (`SerializeBlob`'s, with a
+/// leading isNull byte, or `CDnnBlob::Serialize`'s, starting `FF D0 07 00
+/// 00`) as a rank-7 f32 or i32 blob (a null blob is `BLOB_ERR_FORMAT`).
 #[no_mangle]
 pub extern "C" fn blob_load_neoml(e: *const BlobEngine, path: *const c_char, out: *mut *mut Blob) -> i32 {
     load(e, path, out, |e, p| blobcore::Blob::load_neoml(e, p))
 }
 
 /// Saves an f32 or i32 blob of rank <= 7 as a NeoML blob archive
-/// (version 2000).
+/// (version 2000) in `SerializeBlob`'s form (`blob_save_neoml_form` for
+/// the other).
 #[no_mangle]
 pub extern "C" fn blob_save_neoml(b: *const Blob, path: *const c_char) -> i32 {
     ffi!({
         let p = crate::status::path(path)?;
         handles::blob(b, "blob")?.save_neoml(p)
     })
+}
+
+/// As `blob_save_neoml` in the given archive form: `BLOB_NEOML_BLOB`
+/// (`SerializeBlob`: a leading isNull byte; what `blob_save_neoml`
+/// writes) or `BLOB_NEOML_SERIALIZE` (`CDnnBlob::Serialize`: starts
+/// `FF D0 07 00 00`; what NeoML's Python `neoml.Blob.load` reads).
+/// `blob_load_neoml` reads both.
+#[no_mangle]
+pub extern "C" fn blob_save_neoml_form(b: *const Blob, path: *const c_char, form: i32) -> i32 {
+    ffi!({
+        let form = NeomlForm::from_code(form as i64)?;
+        let p = crate::status::path(path)?;
+        handles::blob(b, "blob")?.save_neoml_as(p, form)
+    })
+}
+
+/// As `blob_to_neoml_bytes` in the given archive form (`BLOB_NEOML_*`).
+#[no_mangle]
+pub extern "C" fn blob_to_neoml_bytes_form(b: *const Blob, form: i32, out: *mut *mut u8, len: *mut usize) -> i32 {
+    match NeomlForm::from_code(form as i64) {
+        Ok(f) => encode(b, out, len, move |b| b.to_neoml_bytes_as(f)),
+        Err(e) => ffi!({ Err::<(), _>(e) }),
+    }
 }
 
 /// Decodes a NeoML blob archive held in memory.

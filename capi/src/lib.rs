@@ -119,6 +119,12 @@ pub const BLOB_DIM_DEPTH: i32 = 5;
 /// Named dim: channels (axis 6).
 pub const BLOB_DIM_CHANNELS: i32 = 6;
 
+/// NeoML archive form: `SerializeBlob`'s (a leading isNull byte).
+pub const BLOB_NEOML_BLOB: i32 = 0;
+/// NeoML archive form: `CDnnBlob::Serialize`'s (no isNull byte; what
+/// `neoml.Blob.store` writes and `neoml.Blob.load` reads).
+pub const BLOB_NEOML_SERIALIZE: i32 = 1;
+
 /// Where a blob's current data lives: nothing allocated yet.
 pub const BLOB_HEAD_UNINITIALIZED: i32 = 0;
 /// The host copy is current.

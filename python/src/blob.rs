@@ -902,13 +902,22 @@ impl PyBlob {
     }
 
     /// Saves as a NeoML blob archive (float32 or int32, rank <= 7).
-    fn save_neoml(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        crate::formats::file_op(py, &self.b, move |b| b.save_neoml(&path))
+    /// ``form="blob"`` writes ``SerializeBlob``'s form (a leading isNull
+    /// byte); ``form="serialize"`` writes ``CDnnBlob::Serialize``'s, which
+    /// the ``neoml`` package's ``Blob.load`` reads. ``bc.load_neoml`` reads
+    /// both.
+    #[pyo3(signature = (path, form="blob"))]
+    fn save_neoml(&self, py: Python<'_>, path: std::path::PathBuf, form: &str) -> PyResult<()> {
+        let form = core(blobcore::NeomlForm::from_name(form))?;
+        crate::formats::file_op(py, &self.b, move |b| b.save_neoml_as(&path, form))
     }
 
-    /// The blob serialized as a NeoML blob archive (``bytes``).
-    fn to_neoml_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        crate::formats::to_bytes(py, &self.b, Blob::to_neoml_bytes)
+    /// The blob serialized as a NeoML blob archive (``bytes``) in ``form``
+    /// ("blob" or "serialize", as ``save_neoml``).
+    #[pyo3(signature = (form="blob"))]
+    fn to_neoml_bytes<'py>(&self, py: Python<'py>, form: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let form = core(blobcore::NeomlForm::from_name(form))?;
+        crate::formats::to_bytes(py, &self.b, move |b| b.to_neoml_bytes_as(form))
     }
 
     /// Saves as a C-order NumPy ``.npy`` file (``numpy.load`` reads it).

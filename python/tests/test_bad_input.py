@@ -111,6 +111,12 @@ ROWS = [
     (lambda f: f.a.copy_from(f.v), bc.ShapeError, "dims differ"),
     (lambda f: f.a.copy_from(f.b, reshape=True), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from([1, 2, 3, 4, 5, 6], copy_diff=True), TypeError, "blob source"),
+    # NeoML archive forms
+    (lambda f: f.a.to_neoml_bytes(form="pickle"), bc.InvalidArgumentError, "neither"),
+    (lambda f: f.a.to_neoml_bytes(form=None), TypeError, ""),
+    (lambda f: bc.Blob.tensor([2], bc.float64).to_neoml_bytes(form="serialize"), bc.DTypeError, "float32 or int32"),
+    (lambda f: bc.from_neoml_bytes(b"\x02\xff"), bc.FormatError, "neither an isNull byte"),
+    (lambda f: bc.from_neoml_bytes(b"\xff\xd0\x07"), bc.FormatError, "truncated"),
     # raw memory of layouts
     (lambda f: f.blk.get_buffer(0, 65, True), bc.OutOfRangeError, "exceeds"),
     (lambda f: f.blk.buffer(60, 5, "r").__enter__(), bc.OutOfRangeError, "exceeds"),

@@ -278,6 +278,22 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_blocking(fake, 2, room, NULL, NULL, NULL, &n, NULL));
         CHECK(room[0] == -7 && n == 99 && out == sentinel && lay == -1);
     }
+    /* NeoML archive forms. */
+    {
+        uint8_t *bytes = (uint8_t *)&rows;
+        size_t blen = 7;
+        const int64_t one[1] = {1};
+        Blob *big64 = NULL;
+        CHECK(blob_create_tensor(NULL, BLOB_F64, one, 1, &big64) == BLOB_OK);
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "neither 0 (blob) nor 1", blob_to_neoml_bytes_form(a, 2, &bytes, &blen));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "neither", blob_save_neoml_form(a, "/nonexistent/x.neoml", -1));
+        BAD(BLOB_ERR_DTYPE, "float32 or int32", blob_to_neoml_bytes_form(big64, BLOB_NEOML_SERIALIZE, &bytes, &blen));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_to_neoml_bytes_form(a, BLOB_NEOML_SERIALIZE, NULL, &blen));
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_save_neoml_form(a, NULL, BLOB_NEOML_SERIALIZE));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_save_neoml_form(fake, "/tmp/x.neoml", BLOB_NEOML_BLOB));
+        CHECK(bytes == (uint8_t *)&rows && blen == 7);
+        blob_free(big64);
+    }
     /* Serrano: numpy.full and shape equality. */
     {
         const int64_t d2[1] = {2}, dneg[1] = {-2};
@@ -416,7 +432,7 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_FORMAT, "magic", blob_from_npy_bytes(NULL, not_npy, sizeof not_npy, &out));
     BAD(BLOB_ERR_FORMAT, "", blob_from_caffe_bytes(NULL, junk, sizeof junk, &out));
     BAD(BLOB_ERR_FORMAT, "truncated", blob_from_neoml_bytes(NULL, junk, 0, &out));
-    BAD(BLOB_ERR_FORMAT, "isNull", blob_from_neoml_bytes(NULL, junk, sizeof junk, &out));
+    BAD(BLOB_ERR_FORMAT, "version", blob_from_neoml_bytes(NULL, junk, sizeof junk, &out));
     {
         static const unsigned char hostile[] = "\x93NUMPY\x01\x00\x46\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
         BAD(BLOB_ERR_FORMAT, "truncated", blob_from_npy_bytes(NULL, hostile, sizeof hostile - 1, &out));

@@ -158,6 +158,33 @@ int main(int argc, char **argv) {
     CHECK(blob_load_npy(NULL, proto, NULL) == BLOB_ERR_NULL_POINTER);
     CHECK(blob_save_npy(mean, join(7, scratch, "no/such/dir/x.npy")) == BLOB_ERR_IO);
 
+    /* NeoML's two archive forms: SerializeBlob's (isNull byte first) and
+     * CDnnBlob::Serialize's (what neoml.Blob.store writes: FF D0 07 00 00). */
+    {
+        static const float three[3] = {1.5f, -2.0f, 0.25f};
+        float back3[3] = {0};
+        const int64_t d3[1] = {3};
+        uint8_t *p1 = NULL, *p2 = NULL;
+        size_t n1 = 0, n2 = 0;
+        Blob *v3 = NULL, *r = NULL;
+        CHECK(blob_create_tensor(NULL, BLOB_F32, d3, 1, &v3) == BLOB_OK && blob_copy_from_host(v3, three, sizeof three) == BLOB_OK);
+        CHECK(blob_to_neoml_bytes_form(v3, BLOB_NEOML_BLOB, &p1, &n1) == BLOB_OK && p1[0] == 0 && p1[1] == 0xFF);
+        CHECK(blob_to_neoml_bytes_form(v3, BLOB_NEOML_SERIALIZE, &p2, &n2) == BLOB_OK && n2 + 1 == n1);
+        CHECK(p2[0] == 0xFF && p2[1] == 0xD0 && p2[2] == 0x07 && p2[3] == 0 && p2[4] == 0 && memcmp(p1 + 1, p2, n2) == 0);
+        CHECK(blob_from_neoml_bytes(NULL, p2, n2, &r) == BLOB_OK);
+        CHECK(blob_copy_to_host(r, back3, sizeof back3) == BLOB_OK && memcmp(back3, three, sizeof three) == 0);
+        blob_free(r);
+        CHECK(blob_save_neoml_form(v3, join(5, scratch, "serialize.neoml"), BLOB_NEOML_SERIALIZE) == BLOB_OK);
+        CHECK(file_size(paths[5]) == (long)n2);
+        CHECK(blob_load_neoml(NULL, paths[5], &r) == BLOB_OK);
+        CHECK(blob_copy_to_host(r, back3, sizeof back3) == BLOB_OK && memcmp(back3, three, sizeof three) == 0);
+        CHECK(blob_save_neoml_form(v3, paths[5], 2) == BLOB_ERR_INVALID_ARGUMENT);
+        blob_bytes_free(p1);
+        blob_bytes_free(p2);
+        blob_free(r);
+        blob_free(v3);
+    }
+
     /* Caffe's Blob API: shape_string, count(start), capacity, CopyFrom with
      * reshape and copy_diff, ShareData / ShareDiff. */
     {

@@ -123,6 +123,12 @@ impl<'a> Cursor<'a> {
         Ok(self.take(1, what)?[0])
     }
 
+    /// The next byte without consuming it.
+    pub(crate) fn peek_u8(&self, what: &str) -> Result<u8> {
+        let mut probe = Cursor { bytes: self.bytes, pos: self.pos, format: self.format };
+        probe.u8(what)
+    }
+
     pub(crate) fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N, what)?);

@@ -1,6 +1,13 @@
-//! NeoML blob archives: the bytes `SerializeBlob` writes into a `CArchive`.
+//! NeoML blob archives, in both forms NeoML writes into a `CArchive`:
+//! [`NeomlForm::Blob`], what `SerializeBlob(mathEngine, archive, blob)`
+//! writes (a leading `isNull` byte, then the blob; NeoML's pickling uses
+//! it), and [`NeomlForm::Serialize`], what `CDnnBlob::Serialize` writes
+//! alone (no `isNull` byte: the file starts `FF D0 07 00 00`; the Python
+//! `neoml.Blob.store` writes this). Reading tells them apart by the first
+//! byte: 0 or 1 is the isNull byte, 0xFF the version's escape (a version
+//! in 1001..=2000 never fits the one-byte form).
 //!
-//! Layout, little-endian: one byte `isNull`; the version as a NeoML
+//! Layout, little-endian: [one byte `isNull`]; the version as a NeoML
 //! "small value" (one byte 0..=254, or 0xFF then an int32; NeoML writes
 //! 2000 as `FF D0 07 00 00`; versions 1001..=2000 are read); int32 type
 //! (1 float, 2 int); an int32 NeoML ignores (written as 0); seven int32
@@ -29,21 +36,81 @@ const FORMAT: &str = "NeoML archive";
 const TYPE_FLOAT: i32 = 1;
 const TYPE_INT: i32 = 2;
 
-/// Decodes one serialized blob; `Ok(None)` is a null blob (isNull = 1).
-/// The input must hold exactly one blob: trailing bytes are a Format error.
-pub fn decode(engine: &Engine, bytes: &[u8]) -> Result<Option<Blob>> {
-    let mut c = Cursor::new(bytes, FORMAT);
-    let blob = decode_one(engine, &mut c)?;
-    c.finish()?;
-    Ok(blob)
+/// Which of NeoML's two archive forms (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NeomlForm {
+    /// `SerializeBlob`: an isNull byte, then the blob (the default).
+    Blob,
+    /// `CDnnBlob::Serialize`: the blob alone, starting with the version
+    /// (`neoml.Blob.store` writes this).
+    Serialize,
 }
 
-fn decode_one(engine: &Engine, c: &mut Cursor<'_>) -> Result<Option<Blob>> {
-    match c.u8("the isNull byte")? {
-        0 => {}
-        1 => return Ok(None),
-        b => return Err(err!(Format, "{FORMAT}: isNull byte is {b}, not 0 or 1")),
+impl NeomlForm {
+    /// The form's name: "blob" or "serialize".
+    pub fn name(self) -> &'static str {
+        match self {
+            NeomlForm::Blob => "blob",
+            NeomlForm::Serialize => "serialize",
+        }
     }
+
+    /// The form named "blob" or "serialize" (InvalidArgument otherwise).
+    pub fn from_name(name: &str) -> Result<NeomlForm> {
+        match name {
+            "blob" => Ok(NeomlForm::Blob),
+            "serialize" => Ok(NeomlForm::Serialize),
+            other => Err(err!(InvalidArgument, "NeoML archive form {other:?} is neither \"blob\" nor \"serialize\"")),
+        }
+    }
+
+    /// The form with C code 0 (blob) or 1 (serialize).
+    pub fn from_code(code: i64) -> Result<NeomlForm> {
+        match code {
+            0 => Ok(NeomlForm::Blob),
+            1 => Ok(NeomlForm::Serialize),
+            other => Err(err!(InvalidArgument, "NeoML archive form {other} is neither 0 (blob) nor 1 (serialize)")),
+        }
+    }
+}
+
+/// Decodes one serialized blob in either form; `Ok(None)` is a null blob
+/// (isNull = 1). The input must hold exactly one blob: trailing bytes are
+/// a Format error.
+pub fn decode(engine: &Engine, bytes: &[u8]) -> Result<Option<Blob>> {
+    Ok(decode_form(engine, bytes)?.0)
+}
+
+/// As [`decode`], also telling which form the bytes were in.
+pub fn decode_form(engine: &Engine, bytes: &[u8]) -> Result<(Option<Blob>, NeomlForm)> {
+    let mut c = Cursor::new(bytes, FORMAT);
+    let out = decode_one(engine, &mut c)?;
+    c.finish()?;
+    Ok(out)
+}
+
+fn decode_one(engine: &Engine, c: &mut Cursor<'_>) -> Result<(Option<Blob>, NeomlForm)> {
+    let form = match c.peek_u8("the first byte")? {
+        0 => NeomlForm::Blob,
+        1 => {
+            c.u8("the isNull byte")?;
+            return Ok((None, NeomlForm::Blob));
+        }
+        0xFF => NeomlForm::Serialize,
+        b => {
+            return Err(err!(
+                Format,
+                "{FORMAT}: the first byte is {b:#04x}: neither an isNull byte (0 or 1, SerializeBlob) nor a version escape (0xff, CDnnBlob::Serialize)"
+            ))
+        }
+    };
+    if form == NeomlForm::Blob {
+        c.u8("the isNull byte")?;
+    }
+    Ok((decode_body(engine, c)?, form))
+}
+
+fn decode_body(engine: &Engine, c: &mut Cursor<'_>) -> Result<Option<Blob>> {
     let version = match c.u8("the version")? {
         0xFF => c.i32_le("the version")?,
         v => i32::from(v),
@@ -80,9 +147,15 @@ fn decode_one(engine: &Engine, c: &mut Cursor<'_>) -> Result<Option<Blob>> {
 
 /// Encodes a blob (or a null blob) as NeoML's `SerializeBlob` does.
 pub fn encode(blob: Option<&Blob>, w: &mut dyn Write) -> Result<()> {
-    let Some(blob) = blob else {
-        return w.write_all(&[1]).map_err(io_err);
-    };
+    match blob {
+        Some(b) => encode_form(b, NeomlForm::Blob, w),
+        None => w.write_all(&[1]).map_err(io_err),
+    }
+}
+
+/// Encodes a blob in either form (a null blob has only the `Blob` form:
+/// see [`encode`]).
+pub fn encode_form(blob: &Blob, form: NeomlForm, w: &mut dyn Write) -> Result<()> {
     let type_code = match blob.dtype() {
         DType::F32 => TYPE_FLOAT,
         DType::I32 => TYPE_INT,
@@ -101,7 +174,9 @@ pub fn encode(blob: Option<&Blob>, w: &mut dyn Write) -> Result<()> {
     let count = u32::try_from(blob.count())
         .map_err(|_| err!(Shape, "{} elements do not fit NeoML's uint32 count", blob.count()))?;
     let mut head = Vec::with_capacity(48);
-    head.push(0u8);
+    if form == NeomlForm::Blob {
+        head.push(0u8);
+    }
     head.push(0xFF);
     head.extend_from_slice(&VERSION.to_le_bytes());
     head.extend_from_slice(&type_code.to_le_bytes());
@@ -116,7 +191,8 @@ pub fn encode(blob: Option<&Blob>, w: &mut dyn Write) -> Result<()> {
 }
 
 impl Blob {
-    /// Loads a NeoML blob archive as a rank-7 f32 or i32 blob. A null blob
+    /// Loads a NeoML blob archive (either form: `SerializeBlob`'s or
+    /// `CDnnBlob::Serialize`'s) as a rank-7 f32 or i32 blob. A null blob
     /// in the archive is a Format error (use [`decode`] to accept it).
     pub fn load_neoml(engine: &Engine, path: impl AsRef<Path>) -> Result<Blob> {
         Blob::from_neoml_bytes(engine, &read_file(path.as_ref())?)
@@ -127,16 +203,28 @@ impl Blob {
         decode(engine, bytes)?.ok_or_else(|| err!(Format, "{FORMAT}: the archive holds a null blob"))
     }
 
-    /// Saves the blob as a NeoML blob archive (f32 or i32, rank <= 7).
+    /// Saves the blob as a NeoML blob archive (f32 or i32, rank <= 7) in
+    /// `SerializeBlob`'s form.
     pub fn save_neoml(&self, path: impl AsRef<Path>) -> Result<()> {
-        let bytes = self.to_neoml_bytes()?;
+        self.save_neoml_as(path, NeomlForm::Blob)
+    }
+
+    /// Saves the blob as a NeoML blob archive in the given form
+    /// ([`NeomlForm::Serialize`] is what `neoml.Blob.load` reads).
+    pub fn save_neoml_as(&self, path: impl AsRef<Path>, form: NeomlForm) -> Result<()> {
+        let bytes = self.to_neoml_bytes_as(form)?;
         write_file(path.as_ref(), |w| w.write_all(&bytes).map_err(io_err))
     }
 
-    /// The blob serialized as a NeoML blob archive.
+    /// The blob serialized as a NeoML blob archive (`SerializeBlob`'s form).
     pub fn to_neoml_bytes(&self) -> Result<Vec<u8>> {
+        self.to_neoml_bytes_as(NeomlForm::Blob)
+    }
+
+    /// The blob serialized as a NeoML blob archive in the given form.
+    pub fn to_neoml_bytes_as(&self, form: NeomlForm) -> Result<Vec<u8>> {
         let mut v = Vec::new();
-        encode(Some(self), &mut v)?;
+        encode_form(self, form, &mut v)?;
         Ok(v)
     }
 
@@ -169,6 +257,28 @@ mod tests {
         assert_eq!(c.dims(), [2, 1, 1, 1, 1, 1, 3]);
         assert_eq!(c.dtype(), DType::I32);
         assert_eq!(c.to_vec::<i32>().unwrap(), [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn both_forms_and_the_first_byte_that_tells_them_apart() {
+        let b = Blob::from_slice(&e(), &[3], &[1.5f32, -2.0, 0.25]).unwrap();
+        let blob_form = b.to_neoml_bytes_as(NeomlForm::Blob).unwrap();
+        let serialized = b.to_neoml_bytes_as(NeomlForm::Serialize).unwrap();
+        // CDnnBlob::Serialize's form is SerializeBlob's without the isNull byte.
+        assert_eq!(&serialized[..5], &[0xFF, 0xD0, 0x07, 0, 0]);
+        assert_eq!(blob_form[1..], serialized[..]);
+        for (bytes, form) in [(&blob_form, NeomlForm::Blob), (&serialized, NeomlForm::Serialize)] {
+            let (c, f) = decode_form(&e(), bytes).unwrap();
+            assert_eq!(f, form);
+            assert_eq!(c.unwrap().to_vec::<f32>().unwrap(), [1.5, -2.0, 0.25]);
+        }
+        // Any other first byte is neither form.
+        let mut bad = serialized.clone();
+        bad[0] = 0x02;
+        assert!(matches!(Blob::from_neoml_bytes(&e(), &bad), Err(Error::Format(m)) if m.contains("neither")));
+        assert_eq!(NeomlForm::from_name("serialize").unwrap(), NeomlForm::Serialize);
+        assert_eq!(NeomlForm::from_name("Serialize").unwrap_err().code(), 3);
+        assert_eq!(NeomlForm::from_code(2).unwrap_err().code(), 3);
     }
 
     #[test]
