@@ -137,14 +137,16 @@ $(CBINDGEN):
 
 header: $(CBINDGEN)
 	$(CBINDGEN) -q --config capi/cbindgen.toml --crate blobcore-capi --output include/blob.h capi
+	$(CBINDGEN) -q --config capi/cbindgen-dlpack.toml --crate blobcore --output include/blob_dlpack.h blobcore
 
 # Fails when include/blob.h is not what cbindgen generates from capi/.
 header-check: $(CBINDGEN)
 	$(CBINDGEN) -q --verify --config capi/cbindgen.toml --crate blobcore-capi --output include/blob.h capi
+	$(CBINDGEN) -q --verify --config capi/cbindgen-dlpack.toml --crate blobcore --output include/blob_dlpack.h blobcore
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/blob
-	install -m 644 include/blob.h include/blob.hpp $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/blob.h include/blob.hpp include/blob_dlpack.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(LIBDIR)/libblob.so $(DESTDIR)$(PREFIX)/lib/libblob.so.$(VERSION)
 	ln -sf libblob.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libblob.so.0
 	ln -sf libblob.so.0 $(DESTDIR)$(PREFIX)/lib/libblob.so

@@ -38,6 +38,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* DLPack's structs, by tag only: include dlpack.h (DLPack >= 1.0 for the
+ * versioned struct) or blob_dlpack.h for their fields. */
+struct DLManagedTensor;
+struct DLManagedTensorVersioned;
+
 
 // Success.
 #define BLOB_OK 0
@@ -431,6 +436,42 @@ int32_t blob_transpose_from_dims(struct Blob *dst, const struct Blob *src, int32
 
 // The Caffe diff companion (same dims and dtype, created on first use) as a new handle.
 int32_t blob_diff(const struct Blob *b, struct Blob **out);
+
+// Exports `b` as a DLPack 1.x tensor sharing its memory. `flags` is 0 (a
+// writable, zero-copy export) or `DLPACK_FLAG_BITMASK_READ_ONLY` (1: the
+// export is marked read-only); read-only blobs always export with
+// `READ_ONLY`. Dense blobs and planar views export (with strides);
+// blocked layouts are `BLOB_ERR_UNSUPPORTED`. While the tensor lives,
+// reallocating `b` is `BLOB_ERR_BUSY`; the memory outlives `b`. Free the
+// tensor by calling `(*out)->deleter(*out)` once (or by handing it to a
+// consumer that will); it needs no lock.
+int32_t blob_to_dlpack(struct Blob *b,
+                       uint32_t flags,
+                       struct DLManagedTensorVersioned **out_tensor);
+
+// Exports `b` as a legacy (pre-1.0) `DLManagedTensor`, as `blob_to_dlpack`
+// does but without flags: a read-only blob is refused
+// (`BLOB_ERR_READ_ONLY`), since the legacy struct cannot say so.
+int32_t blob_to_dlpack_legacy(struct Blob *b, struct DLManagedTensor **out_tensor);
+
+// Imports a DLPack 1.x tensor as a blob on `e` (NULL: the default engine),
+// zero-copy when the tensor is row-major and aligned (else copied; the
+// deleter then runs at once). A `READ_ONLY` tensor gives a read-only blob.
+// A NULL deleter is accepted: the producer keeps ownership and must keep
+// the memory alive while any blob or view uses it. Errors (nothing taken):
+// NULL pointers `BLOB_ERR_NULL_POINTER`; a major version other than 1 or a
+// non-CPU device `BLOB_ERR_UNSUPPORTED`; a dtype blobcore lacks
+// `BLOB_ERR_DTYPE`; negative, overflowing or rank > 32 shapes
+// `BLOB_ERR_SHAPE`.
+int32_t blob_from_dlpack(const struct BlobEngine *e,
+                         struct DLManagedTensorVersioned *t,
+                         struct Blob **out_blob);
+
+// Imports a legacy `DLManagedTensor` as `blob_from_dlpack` does (the blob
+// is writable: the legacy struct has no read-only flag).
+int32_t blob_from_dlpack_legacy(const struct BlobEngine *e,
+                                struct DLManagedTensor *t,
+                                struct Blob **out_blob);
 
 // Hands out a handle to the CPU engine (free it with `blob_engine_free`).
 int32_t blob_engine_cpu(struct BlobEngine **out_engine);

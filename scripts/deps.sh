@@ -12,7 +12,7 @@
 # Groups, and the make targets that ask for them:
 #   build   a C toolchain for cargo's linker and build scripts (every target)
 #   c       cmake/ctest for the C and C++ examples (demo, test, bench-c)
-#   test    valgrind for the memcheck pass (test)
+#   test    valgrind for the memcheck pass, DLPack's header for its C test (test)
 #   gpu     Vulkan loader + Mesa's lavapipe, a software GPU (test)
 #   python  Python >= 3.11 with venv and pip (demo, test, wheel, bench-py)
 #
@@ -42,7 +42,7 @@ packages_of() {
     case "$1" in
         build) echo "build-essential pkg-config" ;;
         c) echo "cmake" ;;
-        test) echo "valgrind" ;;
+        test) echo "valgrind libdlpack-dev" ;;
         gpu) echo "libvulkan1 mesa-vulkan-drivers" ;;
         python) echo "python3 python3-venv python3-pip python3-dev" ;;
         *) echo "deps.sh: unknown group '$1' (groups: ${ALL_GROUPS[*]})" >&2; exit 2 ;;
@@ -54,7 +54,7 @@ words_of() {
     case "$1" in
         build) echo "a C and C++ compiler with make (cc, c++, make) and pkg-config" ;;
         c) echo "CMake >= 3.16 (cmake, ctest)" ;;
-        test) echo "valgrind" ;;
+        test) echo "valgrind and DLPack's C header (dlpack/dlpack.h)" ;;
         gpu) echo "a Vulkan loader (libvulkan.so.1) and a Vulkan driver; Mesa's lavapipe (software) is enough" ;;
         python) echo "Python >= 3.11 with the venv and ensurepip modules and pip (set PYTHON=... to pick one)" ;;
     esac

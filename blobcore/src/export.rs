@@ -109,6 +109,14 @@ impl Blob {
     /// Planar non-dense layouts (regions, NHWC ...) export their strides;
     /// blocked layouts cannot be described by strides and are `Unsupported`.
     pub fn export(&self) -> Result<Export> {
+        self.export_for(true)
+    }
+
+    /// As [`Blob::export`]; with `write` false the export is read-only (the
+    /// host copy is made current but the head does not move to the host,
+    /// so a GPU copy stays valid). A read-only blob always exports
+    /// read-only.
+    pub fn export_for(&self, write: bool) -> Result<Export> {
         let st = self.state();
         if let Some(desc) = st.desc.clone() {
             let Some((strides, base)) = desc.planar_strides() else {
@@ -126,7 +134,7 @@ impl Blob {
             if start + span > storage.len() {
                 return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
             }
-            let writable = storage.is_writable();
+            let writable = write && storage.is_writable();
             let (pin, host) = storage.pin_host(writable)?;
             // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
             let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
@@ -137,7 +145,7 @@ impl Blob {
         drop(st);
         let region = self.snapshot();
         let shape = region.shape.dims().to_vec();
-        self.export_region(region.storage, region.offset, shape)
+        self.export_region(region.storage, region.offset, shape, write)
     }
 
     /// Exports elements `[pos, pos + size)` of the blob's memory in memory
@@ -154,17 +162,17 @@ impl Blob {
         if pos.checked_add(size).is_none_or(|end| end > len) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        self.export_region(storage, offset + pos, vec![size])
+        self.export_region(storage, offset + pos, vec![size], true)
     }
 
-    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>) -> Result<Export> {
+    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>, write: bool) -> Result<Export> {
         let es = self.dtype().size();
         let start = offset * es;
         let len = shape.iter().product::<usize>() * es;
         if start + len > storage.len() {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
-        let writable = storage.is_writable();
+        let writable = write && storage.is_writable();
         let (pin, base) = storage.pin_host(writable)?;
         // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };

@@ -42,6 +42,7 @@ pub mod blob;
 pub mod buffer;
 pub mod dtype;
 pub mod engine;
+pub mod dlpack;
 pub mod error;
 pub mod export;
 pub mod index;

@@ -967,14 +967,14 @@ impl PyBlob {
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
         let copied = copy == Some(true);
         // What cannot be exported is a BufferError (the array API's word).
-        let export = if copied { self.b.copy().and_then(|c| c.export()) } else { self.b.export() };
-        let export = export.map_err(|e| PyBufferError::new_err(e.to_string()))?;
-        if !export.is_writable() && !versioned {
+        let b = if copied { self.b.copy().map_err(|e| PyBufferError::new_err(e.to_string()))? } else { self.b.clone() };
+        if !b.is_writable() && !versioned {
             return Err(PyBufferError::new_err(
                 "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
             ));
         }
-        dlpack::produce(py, export, versioned, copied)
+        let flags = if copied { blobcore::dlpack::DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 };
+        dlpack::produce(py, &b, versioned, flags)
     }
 
     /// NumPy 2's array protocol: an ndarray sharing the blob's memory

@@ -1,0 +1,415 @@
+//! DLPack: how blobs reach PyTorch (`at::fromDLPack`), TVM, ONNX Runtime,
+//! CuPy, JAX and NumPy without copying, and how their tensors become blobs.
+//!
+//! The `#[repr(C)]` types follow the field layout of the DLPack
+//! specification (`dlpack.h`, version 1.1): [`DLManagedTensorVersioned`]
+//! (1.x, with flags) and [`DLManagedTensor`] (the legacy 0.x struct, still
+//! what many consumers take). `include/blob_dlpack.h` is generated from
+//! them for C users without a `dlpack.h`.
+//!
+//! **Export** ([`Blob::to_dlpack`], [`Blob::to_dlpack_legacy`]): any blob a
+//! strided array can describe (dense blobs and planar views; blocked
+//! layouts are `Unsupported`). The managed tensor owns its shape and
+//! stride arrays and an [`Export`] that pins the storage (reallocating
+//! the blob is `Busy` while it lives); its deleter frees all of it, from
+//! any thread, taking no lock a caller could hold and no GIL. The memory
+//! outlives the blob if the consumer keeps the tensor.
+//!
+//! **Import** ([`Blob::from_dlpack`], [`Blob::from_dlpack_legacy`]): CPU
+//! tensors (`kDLCPU`, `kDLCUDAHost`) of a blobcore dtype. On success the
+//! blob owns the tensor: its deleter (if not NULL) runs exactly once, when
+//! the last blob, view or export using the memory lets go — or at once,
+//! when the data was copied. On error nothing is taken: the deleter has
+//! not run and the caller still owns the tensor. A tensor flagged
+//! `READ_ONLY` gives a read-only blob (zero-copy); strided or misaligned
+//! tensors are copied (`copy = Some(false)` refuses them instead).
+
+use crate::blob::Blob;
+use crate::dtype::DType;
+use crate::engine::Engine;
+use crate::error::{err, Result};
+use crate::export::Export;
+use crate::shape::{Shape, MAX_RANK};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+/// `DLDeviceType::kDLCPU`.
+pub const DL_CPU: i32 = 1;
+/// `DLDeviceType::kDLCUDAHost` (pinned host memory: readable by the CPU).
+pub const DL_CUDA_HOST: i32 = 3;
+/// The DLPack major version this module speaks.
+pub const DLPACK_MAJOR_VERSION: u32 = 1;
+/// The DLPack minor version exports declare.
+pub const DLPACK_MINOR_VERSION: u32 = 1;
+/// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write.
+pub const DLPACK_FLAG_BITMASK_READ_ONLY: u64 = 1;
+/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer made a copy for this export.
+pub const DLPACK_FLAG_BITMASK_IS_COPIED: u64 = 2;
+
+/// `DLDevice`: where the data lives.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLDevice {
+    /// `DLDeviceType` (1 = CPU).
+    pub device_type: i32,
+    /// The device's index (0 for the CPU).
+    pub device_id: i32,
+}
+
+/// `DLDataType`: type code (0 int, 1 uint, 2 float, 4 bfloat), bits, lanes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLDataType {
+    /// `DLDataTypeCode`.
+    pub code: u8,
+    /// Bits per lane.
+    pub bits: u8,
+    /// Vector lanes (1 for scalars).
+    pub lanes: u16,
+}
+
+/// `DLTensor`: a strided view of memory.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLTensor {
+    /// The memory; the first element is at `data + byte_offset`.
+    pub data: *mut c_void,
+    /// Where `data` lives.
+    pub device: DLDevice,
+    /// Number of dims.
+    pub ndim: i32,
+    /// The element type.
+    pub dtype: DLDataType,
+    /// `ndim` dims.
+    pub shape: *mut i64,
+    /// `ndim` strides in elements, or NULL for row-major.
+    pub strides: *mut i64,
+    /// Bytes from `data` to the first element.
+    pub byte_offset: u64,
+}
+
+/// `DLManagedTensor` (legacy, DLPack < 1.0): a tensor and how to free it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensor {
+    /// The tensor.
+    pub dl_tensor: DLTensor,
+    /// The producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Frees the tensor (may be NULL: the producer keeps ownership).
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+/// `DLPackVersion`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLPackVersion {
+    /// Major version (1).
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+/// `DLManagedTensorVersioned` (DLPack 1.x): versioned, with flags.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensorVersioned {
+    /// The producer's DLPack version.
+    pub version: DLPackVersion,
+    /// The producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Frees the tensor (may be NULL: the producer keeps ownership).
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// `DLPACK_FLAG_BITMASK_*`.
+    pub flags: u64,
+    /// The tensor.
+    pub dl_tensor: DLTensor,
+}
+
+/// The DLPack data type of a blobcore dtype.
+pub fn dl_dtype(d: DType) -> DLDataType {
+    let (code, bits) = match d {
+        DType::F32 => (2, 32),
+        DType::F64 => (2, 64),
+        DType::F16 => (2, 16),
+        DType::BF16 => (4, 16),
+        DType::I32 => (0, 32),
+        DType::I64 => (0, 64),
+        DType::I8 => (0, 8),
+        DType::U8 => (1, 8),
+    };
+    DLDataType { code, bits, lanes: 1 }
+}
+
+/// The blobcore dtype of a DLPack data type, or a `DType` error.
+pub fn dtype_of(t: DLDataType) -> Result<DType> {
+    Ok(match (t.code, t.bits, t.lanes) {
+        (2, 32, 1) => DType::F32,
+        (2, 64, 1) => DType::F64,
+        (2, 16, 1) => DType::F16,
+        (4, 16, 1) => DType::BF16,
+        (0, 32, 1) => DType::I32,
+        (0, 64, 1) => DType::I64,
+        (0, 8, 1) => DType::I8,
+        (1, 8, 1) => DType::U8,
+        _ => {
+            return Err(err!(
+                DType,
+                "DLPack dtype (code {}, bits {}, lanes {}) has no blobcore dtype",
+                t.code,
+                t.bits,
+                t.lanes
+            ))
+        }
+    })
+}
+
+/// What an exported tensor owns: the export (which pins the memory) and
+/// the arrays its DLTensor points into.
+struct Context {
+    _export: Export,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+}
+
+/// The deleter of legacy exports.
+unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: `m` came from Box::into_raw in `to_dlpack_legacy`, with a
+    // Context from Box::into_raw as its manager_ctx; DLPack consumers call
+    // the deleter once.
+    unsafe {
+        let m = Box::from_raw(m);
+        drop(Box::from_raw(m.manager_ctx as *mut Context));
+    }
+}
+
+/// The deleter of versioned exports.
+unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: as delete_legacy, for `to_dlpack`.
+    unsafe {
+        let m = Box::from_raw(m);
+        drop(Box::from_raw(m.manager_ctx as *mut Context));
+    }
+}
+
+/// The DLTensor of `export`, its arrays kept in a leaked Context.
+fn tensor_of(export: Export) -> (DLTensor, *mut Context) {
+    let shape: Vec<i64> = export.shape().iter().map(|&d| d as i64).collect();
+    let es = export.dtype().size() as isize;
+    let strides: Vec<i64> = export.byte_strides().iter().map(|&s| (s / es) as i64).collect();
+    let data = export.as_ptr() as *mut c_void;
+    let dtype = dl_dtype(export.dtype());
+    let ctx = Box::into_raw(Box::new(Context { _export: export, shape, strides }));
+    // SAFETY: ctx was just leaked and stays valid until a deleter frees it;
+    // its Vecs are never resized, so the pointers stay valid with it.
+    let (shape_ptr, strides_ptr, ndim) =
+        unsafe { ((*ctx).shape.as_mut_ptr(), (*ctx).strides.as_mut_ptr(), (*ctx).shape.len() as i32) };
+    let t = DLTensor {
+        data,
+        device: DLDevice { device_type: DL_CPU, device_id: 0 },
+        ndim,
+        dtype,
+        shape: shape_ptr,
+        strides: strides_ptr,
+        byte_offset: 0,
+    };
+    (t, ctx)
+}
+
+impl Blob {
+    /// Exports the blob as a DLPack 1.x tensor sharing its memory. `flags`
+    /// may hold [`DLPACK_FLAG_BITMASK_READ_ONLY`] (the consumer may only
+    /// read; the GPU head is not moved) and [`DLPACK_FLAG_BITMASK_IS_COPIED`]
+    /// (for a producer that exports a copy it made); other bits are
+    /// `InvalidArgument`. Read-only blobs always export with `READ_ONLY`.
+    /// The caller owns the result and frees it with its deleter.
+    pub fn to_dlpack(&self, flags: u64) -> Result<NonNull<DLManagedTensorVersioned>> {
+        let known = DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED;
+        if flags & !known != 0 {
+            return Err(err!(InvalidArgument, "DLPack export flags {flags:#x} hold bits other than READ_ONLY (1) and IS_COPIED (2)"));
+        }
+        let export = self.export_for(flags & DLPACK_FLAG_BITMASK_READ_ONLY == 0)?;
+        let read_only = !export.is_writable();
+        let (dl_tensor, ctx) = tensor_of(export);
+        let m = Box::new(DLManagedTensorVersioned {
+            version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
+            manager_ctx: ctx as *mut c_void,
+            deleter: Some(delete_versioned),
+            flags: (flags & DLPACK_FLAG_BITMASK_IS_COPIED) | if read_only { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 },
+            dl_tensor,
+        });
+        // SAFETY: Box::into_raw never returns NULL.
+        Ok(unsafe { NonNull::new_unchecked(Box::into_raw(m)) })
+    }
+
+    /// Exports the blob as a legacy `DLManagedTensor` (no flags: a
+    /// read-only blob's consumer is trusted not to write). The caller owns
+    /// the result and frees it with its deleter.
+    pub fn to_dlpack_legacy(&self) -> Result<NonNull<DLManagedTensor>> {
+        let (dl_tensor, ctx) = tensor_of(self.export()?);
+        let m = Box::new(DLManagedTensor { dl_tensor, manager_ctx: ctx as *mut c_void, deleter: Some(delete_legacy) });
+        // SAFETY: Box::into_raw never returns NULL.
+        Ok(unsafe { NonNull::new_unchecked(Box::into_raw(m)) })
+    }
+
+    /// Imports a DLPack 1.x tensor (see the module docs for ownership). A
+    /// major version other than 1 is `Unsupported`, as the specification
+    /// requires; so is a device other than the CPU. `copy`: `None` shares
+    /// when it can, `Some(true)` always copies, `Some(false)` never copies
+    /// (`Unsupported` for strided or misaligned tensors).
+    ///
+    /// # Safety
+    /// `t` must be NULL or a live `DLManagedTensorVersioned` whose tensor
+    /// describes memory valid for its shape and strides until its deleter
+    /// runs (if it has none, until the last user of the blob lets go).
+    pub unsafe fn from_dlpack(engine: &Engine, t: *mut DLManagedTensorVersioned, copy: Option<bool>) -> Result<Blob> {
+        let m = NonNull::new(t).ok_or_else(|| err!(NullPointer, "the DLPack tensor is NULL"))?;
+        // SAFETY: the caller promises a live managed tensor.
+        let mr = unsafe { m.as_ref() };
+        if mr.version.major != DLPACK_MAJOR_VERSION {
+            return Err(err!(
+                Unsupported,
+                "DLPack version {}.{} is not supported (1.x is)",
+                mr.version.major,
+                mr.version.minor
+            ));
+        }
+        let read_only = mr.flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0;
+        let owner = Owner::Versioned(m);
+        // SAFETY: the caller's promise on the tensor's memory.
+        unsafe { import(engine, &mr.dl_tensor, read_only, copy, owner) }
+    }
+
+    /// Imports a legacy `DLManagedTensor` as [`Blob::from_dlpack`] does
+    /// (legacy tensors carry no read-only flag: the blob is writable).
+    ///
+    /// # Safety
+    /// As [`Blob::from_dlpack`].
+    pub unsafe fn from_dlpack_legacy(engine: &Engine, t: *mut DLManagedTensor, copy: Option<bool>) -> Result<Blob> {
+        let m = NonNull::new(t).ok_or_else(|| err!(NullPointer, "the DLPack tensor is NULL"))?;
+        // SAFETY: the caller promises a live managed tensor.
+        let tensor = unsafe { &m.as_ref().dl_tensor };
+        // SAFETY: the caller's promise on the tensor's memory.
+        unsafe { import(engine, tensor, false, copy, Owner::Legacy(m)) }
+    }
+}
+
+/// An imported tensor: calls its deleter exactly once, when dropped.
+enum Owner {
+    Versioned(NonNull<DLManagedTensorVersioned>),
+    Legacy(NonNull<DLManagedTensor>),
+}
+
+// SAFETY: DLPack deleters may be called from any thread (the specification
+// requires producers to make them so), and the pointer is only used there.
+unsafe impl Send for Owner {}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // SAFETY: we own the tensor (the import succeeded); its deleter,
+        // if any, runs here exactly once.
+        unsafe {
+            match *self {
+                Owner::Versioned(m) => {
+                    if let Some(d) = m.as_ref().deleter {
+                        d(m.as_ptr());
+                    }
+                }
+                Owner::Legacy(m) => {
+                    if let Some(d) = m.as_ref().deleter {
+                        d(m.as_ptr());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The checks and the wrap or copy of an import. Everything that can fail
+/// happens before `owner` is taken over; on error it is forgotten, so the
+/// caller keeps the tensor.
+unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bool>, owner: Owner) -> Result<Blob> {
+    let owner = std::mem::ManuallyDrop::new(owner);
+    if t.device.device_type != DL_CPU && t.device.device_type != DL_CUDA_HOST {
+        return Err(err!(
+            Unsupported,
+            "the DLPack tensor lives on device type {} (id {}); only CPU tensors (kDLCPU = 1, kDLCUDAHost = 3) can be imported",
+            t.device.device_type,
+            t.device.device_id
+        ));
+    }
+    let dtype = dtype_of(t.dtype)?;
+    if !(0..=MAX_RANK as i32).contains(&t.ndim) {
+        return Err(err!(Shape, "the DLPack tensor has rank {} (0..={MAX_RANK} are supported)", t.ndim));
+    }
+    let n = t.ndim as usize;
+    if n > 0 && t.shape.is_null() {
+        return Err(err!(NullPointer, "the DLPack tensor's shape is NULL for rank {n}"));
+    }
+    // SAFETY: the DLPack contract: shape has ndim entries, strides too when non-NULL.
+    let dims: Vec<i64> = if n == 0 { vec![] } else { unsafe { std::slice::from_raw_parts(t.shape, n) }.to_vec() };
+    let shape = Shape::from_i64(&dims)?;
+    let strides: Vec<isize> = if n > 0 && !t.strides.is_null() {
+        // SAFETY: as above.
+        let s = unsafe { std::slice::from_raw_parts(t.strides, n) };
+        s.iter().map(|&v| isize::try_from(v).map_err(|_| err!(Shape, "DLPack stride {v} does not fit"))).collect::<Result<_>>()?
+    } else {
+        crate::layout::row_major_strides(shape.dims(), 1)
+    };
+    let count = shape.count();
+    let contiguous = crate::layout::is_row_major(shape.dims(), &strides, 1);
+    let byte_offset = usize::try_from(t.byte_offset).map_err(|_| err!(InvalidArgument, "DLPack byte_offset does not fit"))?;
+    // data + byte_offset is the first element (DLPack contract).
+    let base = (t.data as *mut u8).wrapping_add(byte_offset);
+    if count > 0 && base.is_null() {
+        return Err(err!(NullPointer, "the DLPack tensor's data is NULL"));
+    }
+    let aligned = (base as usize).is_multiple_of(dtype.size());
+    let must_copy = !contiguous || !aligned;
+    if must_copy && copy == Some(false) {
+        return Err(err!(
+            Unsupported,
+            "the DLPack tensor is {} so it cannot be shared without a copy",
+            if contiguous { "misaligned" } else { "strided" }
+        ));
+    }
+    if count == 0 || must_copy || copy == Some(true) {
+        let out = Blob::new(engine, dtype, shape)?;
+        if count > 0 {
+            // SAFETY: the DLPack contract: every index within `dims` at
+            // these strides addresses a readable element of the tensor.
+            unsafe { out.copy_from_strided(base, &strides)? };
+        }
+        // The copy is done: the tensor is ours, and its deleter runs now.
+        drop(std::mem::ManuallyDrop::into_inner(owner));
+        return Ok(out);
+    }
+    let ptr = NonNull::new(base).ok_or_else(|| err!(NullPointer, "the DLPack tensor's data is NULL"))?;
+    let byte_len = count * dtype.size();
+    // The tensor becomes the blob's once the wrap succeeds: `release` owns
+    // it then, and runs the deleter after the last user.
+    let owner = std::mem::ManuallyDrop::into_inner(owner);
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(owner)));
+    let taker = std::sync::Arc::clone(&slot);
+    let release: crate::ReleaseFn = Box::new(move || drop(crate::blob::mutex(&taker).take()));
+    // SAFETY: the producer keeps the memory valid (and writable unless
+    // flagged read-only) until its deleter runs, which `release` does,
+    // exactly once, after the last user.
+    match unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, byte_len, Some(release), read_only) } {
+        Ok(b) => Ok(b),
+        Err(e) => {
+            // wrap_lent does not call `release` on error: give the tensor
+            // back to the caller untouched.
+            if let Some(o) = crate::blob::mutex(&slot).take() {
+                std::mem::forget(o);
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! DLPack export and import: thin wrappers of `blobcore::dlpack`.
+//!
+//! Ownership: an export's `*out` belongs to the caller, who hands it to a
+//! consumer or calls its `deleter` (from any thread) exactly once. An
+//! import takes the tensor only on success: its deleter then runs exactly
+//! once, when the last blob, view or buffer using the memory lets go (or
+//! at once if the data was copied). On any error `*out` is untouched, the
+//! deleter has not run and the caller still owns the tensor.
+
+use crate::handles::{self, Blob, BlobEngine};
+use crate::status::{ffi, out, put};
+use blobcore::dlpack::{DLManagedTensor, DLManagedTensorVersioned, DLPACK_FLAG_BITMASK_READ_ONLY};
+use blobcore::Error;
+
+/// Exports `b` as a DLPack 1.x tensor sharing its memory. `flags` is 0 (a
+/// writable, zero-copy export) or `DLPACK_FLAG_BITMASK_READ_ONLY` (1: the
+/// export is marked read-only); read-only blobs always export with
+/// `READ_ONLY`. Dense blobs and planar views export (with strides);
+/// blocked layouts are `BLOB_ERR_UNSUPPORTED`. While the tensor lives,
+/// reallocating `b` is `BLOB_ERR_BUSY`; the memory outlives `b`. Free the
+/// tensor by calling `(*out)->deleter(*out)` once (or by handing it to a
+/// consumer that will); it needs no lock.
+#[no_mangle]
+pub extern "C" fn blob_to_dlpack(b: *mut Blob, flags: u32, out_tensor: *mut *mut DLManagedTensorVersioned) -> i32 {
+    ffi!({
+        let o = out(out_tensor, "out")?;
+        if u64::from(flags) & !DLPACK_FLAG_BITMASK_READ_ONLY != 0 {
+            return Err(Error::InvalidArgument(format!("DLPack export flags {flags:#x}: only 0 or DLPACK_FLAG_BITMASK_READ_ONLY (1)")));
+        }
+        let t = handles::blob(b, "blob")?.to_dlpack(u64::from(flags))?;
+        put(o, t.as_ptr());
+        Ok(())
+    })
+}
+
+/// Exports `b` as a legacy (pre-1.0) `DLManagedTensor`, as `blob_to_dlpack`
+/// does but without flags: a read-only blob is refused
+/// (`BLOB_ERR_READ_ONLY`), since the legacy struct cannot say so.
+#[no_mangle]
+pub extern "C" fn blob_to_dlpack_legacy(b: *mut Blob, out_tensor: *mut *mut DLManagedTensor) -> i32 {
+    ffi!({
+        let o = out(out_tensor, "out")?;
+        let b = handles::blob(b, "blob")?;
+        if !b.is_writable() {
+            return Err(Error::ReadOnly("a read-only blob cannot be exported as a legacy DLManagedTensor, which has no read-only flag; use blob_to_dlpack".into()));
+        }
+        put(o, b.to_dlpack_legacy()?.as_ptr());
+        Ok(())
+    })
+}
+
+/// Imports a DLPack 1.x tensor as a blob on `e` (NULL: the default engine),
+/// zero-copy when the tensor is row-major and aligned (else copied; the
+/// deleter then runs at once). A `READ_ONLY` tensor gives a read-only blob.
+/// A NULL deleter is accepted: the producer keeps ownership and must keep
+/// the memory alive while any blob or view uses it. Errors (nothing taken):
+/// NULL pointers `BLOB_ERR_NULL_POINTER`; a major version other than 1 or a
+/// non-CPU device `BLOB_ERR_UNSUPPORTED`; a dtype blobcore lacks
+/// `BLOB_ERR_DTYPE`; negative, overflowing or rank > 32 shapes
+/// `BLOB_ERR_SHAPE`.
+#[no_mangle]
+pub extern "C" fn blob_from_dlpack(e: *const BlobEngine, t: *mut DLManagedTensorVersioned, out_blob: *mut *mut Blob) -> i32 {
+    ffi!({
+        let o = out(out_blob, "out")?;
+        let engine = handles::engine(e)?;
+        // SAFETY: the caller passes NULL or a live managed tensor whose
+        // memory stays valid until its deleter runs (DLPack's contract).
+        let b = unsafe { blobcore::Blob::from_dlpack(&engine, t, None)? };
+        put(o, handles::issue_blob(b));
+        Ok(())
+    })
+}
+
+/// Imports a legacy `DLManagedTensor` as `blob_from_dlpack` does (the blob
+/// is writable: the legacy struct has no read-only flag).
+#[no_mangle]
+pub extern "C" fn blob_from_dlpack_legacy(e: *const BlobEngine, t: *mut DLManagedTensor, out_blob: *mut *mut Blob) -> i32 {
+    ffi!({
+        let o = out(out_blob, "out")?;
+        let engine = handles::engine(e)?;
+        // SAFETY: as blob_from_dlpack.
+        let b = unsafe { blobcore::Blob::from_dlpack_legacy(&engine, t, None)? };
+        put(o, handles::issue_blob(b));
+        Ok(())
+    })
+}
