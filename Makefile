@@ -127,8 +127,8 @@ wheel: $(VENV)/.ready
 
 # pytest against the installed wheel (run from python/tests so that the
 # source tree's package does not shadow it).
-test-py: wheel $(NEOML_VENV)/.ready
-	cd python/tests && BLOBCORE_NEOML_PYTHON=$(NEOML_VENV)/bin/python $(VENV)/bin/python -m pytest -q
+test-py: wheel stage $(NEOML_VENV)/.ready
+	cd python/tests && BLOBCORE_LIBBLOB=$(STAGE)/lib/libblob.so BLOBCORE_NEOML_PYTHON=$(NEOML_VENV)/bin/python $(VENV)/bin/python -m pytest -q
 	$(call if_gpu,cd python/tests && BLOBCORE_ENGINE=gpu $(VENV)/bin/python -m pytest -q,the Python suite on the GPU engine)
 
 $(CBINDGEN):

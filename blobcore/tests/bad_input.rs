@@ -165,6 +165,12 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.get_buffer(0, 1, true).map(|_| ());
         UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.export_range(0, 1).map(|_| ());
         OUT_OF_RANGE, "exceeds", |f| f.blocked.export_range(64, 1).map(|_| ());
+        // DLPack.
+        INVALID_ARGUMENT, "other than READ_ONLY", |f| f.a.to_dlpack(4).map(|_| ());
+        UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack(0).map(|_| ());
+        UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack_legacy().map(|_| ());
+        NULL_POINTER, "NULL", |f| unsafe { Blob::from_dlpack(&f.e, std::ptr::null_mut(), None) };
+        NULL_POINTER, "NULL", |f| unsafe { Blob::from_dlpack_legacy(&f.e, std::ptr::null_mut(), None) };
         // NeoML archive forms.
         INVALID_ARGUMENT, "neither", |f| blobcore::NeomlForm::from_name("pickle");
         INVALID_ARGUMENT, "neither 0 (blob) nor 1", |f| blobcore::NeomlForm::from_code(2);

@@ -81,6 +81,9 @@ ROWS = [
     (lambda f: bc.from_dlpack([1.0]), TypeError, "no __dlpack__"),
     (lambda f: bc.from_dlpack(f.a, device="cuda"), ValueError, "device"),
     (lambda f: f.blk.__dlpack__(), BufferError, "blocked"),
+    (lambda f: f.blk.__dlpack__(max_version=(1, 1)), BufferError, "blocked"),
+    (lambda f: bc.from_dlpack(np.arange(3, dtype=np.complex64)), bc.DTypeError, "no blobcore dtype"),
+    (lambda f: bc.from_dlpack(np.arange(6.0).reshape(2, 3).T, copy=False), BufferError, "without a copy"),
     # axes, indices, named dims
     (lambda f: f.a.dim(2), bc.OutOfRangeError, "axis"),
     (lambda f: f.a.dim(-3), bc.OutOfRangeError, "axis"),

@@ -278,6 +278,21 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_blocking(fake, 2, room, NULL, NULL, NULL, &n, NULL));
         CHECK(room[0] == -7 && n == 99 && out == sentinel && lay == -1);
     }
+    /* DLPack: NULLs, flags, layouts it cannot describe. */
+    {
+        struct DLManagedTensorVersioned *tv = (struct DLManagedTensorVersioned *)&rows;
+        struct DLManagedTensor *tl = (struct DLManagedTensor *)&rows;
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "only 0 or", blob_to_dlpack(a, 2, &tv));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_to_dlpack(a, 0, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_to_dlpack(fake, 0, &tv));
+        BAD(BLOB_ERR_UNSUPPORTED, "blocked", blob_to_dlpack(blk, 0, &tv));
+        BAD(BLOB_ERR_UNSUPPORTED, "blocked", blob_to_dlpack_legacy(blk, &tl));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_to_dlpack_legacy(a, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "NULL", blob_from_dlpack(NULL, NULL, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "NULL", blob_from_dlpack_legacy(NULL, NULL, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_from_dlpack(NULL, tv, NULL));
+        CHECK(tv == (struct DLManagedTensorVersioned *)&rows && tl == (struct DLManagedTensor *)&rows && out == sentinel);
+    }
     /* NeoML archive forms. */
     {
         uint8_t *bytes = (uint8_t *)&rows;
