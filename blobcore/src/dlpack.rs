@@ -126,6 +126,31 @@ pub struct DLManagedTensorVersioned {
     pub dl_tensor: DLTensor,
 }
 
+/// Calls a versioned tensor's deleter, if it has one (NULL is ignored).
+///
+/// # Safety
+/// `m` must be NULL or a live tensor its owner gives up here (the
+/// deleter runs at most once over the tensor's life).
+pub unsafe fn delete_tensor(m: *mut DLManagedTensorVersioned) {
+    // SAFETY: the caller's promise.
+    if let Some(d) = unsafe { m.as_ref() }.and_then(|t| t.deleter) {
+        // SAFETY: as above.
+        unsafe { d(m) }
+    }
+}
+
+/// Calls a legacy tensor's deleter, if it has one (NULL is ignored).
+///
+/// # Safety
+/// As [`delete_tensor`].
+pub unsafe fn delete_legacy_tensor(m: *mut DLManagedTensor) {
+    // SAFETY: the caller's promise.
+    if let Some(d) = unsafe { m.as_ref() }.and_then(|t| t.deleter) {
+        // SAFETY: as above.
+        unsafe { d(m) }
+    }
+}
+
 /// The DLPack data type of a blobcore dtype.
 pub fn dl_dtype(d: DType) -> DLDataType {
     let (code, bits) = match d {
@@ -316,16 +341,8 @@ impl Drop for Owner {
         // if any, runs here exactly once.
         unsafe {
             match *self {
-                Owner::Versioned(m) => {
-                    if let Some(d) = m.as_ref().deleter {
-                        d(m.as_ptr());
-                    }
-                }
-                Owner::Legacy(m) => {
-                    if let Some(d) = m.as_ref().deleter {
-                        d(m.as_ptr());
-                    }
-                }
+                Owner::Versioned(m) => delete_tensor(m.as_ptr()),
+                Owner::Legacy(m) => delete_legacy_tensor(m.as_ptr()),
             }
         }
     }
@@ -411,5 +428,87 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
             }
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static DELETED: AtomicUsize = AtomicUsize::new(0);
+    unsafe extern "C" fn count(_m: *mut DLManagedTensorVersioned) {
+        DELETED.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn export_then_import_shares_memory_and_frees_once() {
+        let e = Engine::cpu();
+        let b = Blob::from_slice(&e, &[2, 3], &[0f32, 1., 2., 3., 4., 5.]).unwrap();
+        let t = b.to_dlpack(0).unwrap();
+        // SAFETY: a live export.
+        let tr = unsafe { t.as_ref() };
+        assert_eq!((tr.dl_tensor.ndim, tr.flags, tr.version.major), (2, 0, 1));
+        assert_eq!(b.reshape(&[100]).unwrap_err().code(), 8); // pinned
+        // SAFETY: our own export, handed over once.
+        let c = unsafe { Blob::from_dlpack(&e, t.as_ptr(), None) }.unwrap();
+        c.fill(7.0).unwrap();
+        assert_eq!(b.to_vec::<f32>().unwrap()[5], 7.0);
+        drop(c); // the export's deleter runs: the pin goes
+        b.reshape(&[100]).unwrap();
+        // Flags: READ_ONLY asked for, IS_COPIED passed through, others refused.
+        let r = b.to_dlpack(DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED).unwrap();
+        // SAFETY: a live export, freed once.
+        unsafe {
+            assert_eq!(r.as_ref().flags, 3);
+            delete_tensor(r.as_ptr());
+        }
+        assert_eq!(b.to_dlpack(8).unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn imports_own_only_on_success() {
+        let e = Engine::cpu();
+        let mut data = [1f32, 2., 3., 4.];
+        let mut shape = [4i64];
+        let mut m = DLManagedTensorVersioned {
+            version: DLPackVersion { major: 1, minor: 0 },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(count),
+            flags: DLPACK_FLAG_BITMASK_READ_ONLY,
+            dl_tensor: DLTensor {
+                data: data.as_mut_ptr() as *mut c_void,
+                device: DLDevice { device_type: DL_CPU, device_id: 0 },
+                ndim: 1,
+                dtype: dl_dtype(DType::F32),
+                shape: shape.as_mut_ptr(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        };
+        let before = DELETED.load(Ordering::SeqCst);
+        m.version.major = 2;
+        // SAFETY: a live tensor over `data`, which outlives every blob here.
+        assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 13);
+        m.version.major = 1;
+        m.dl_tensor.dtype.bits = 24;
+        assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 5);
+        m.dl_tensor.dtype.bits = 32;
+        shape[0] = -1;
+        assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 4);
+        shape[0] = 4;
+        assert_eq!(DELETED.load(Ordering::SeqCst), before); // nothing taken
+        let b = unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap();
+        assert!(!b.is_writable());
+        let w = b.window(1).unwrap();
+        drop(b);
+        assert_eq!(DELETED.load(Ordering::SeqCst), before);
+        drop(w);
+        assert_eq!(DELETED.load(Ordering::SeqCst), before + 1);
+        // copy = Some(true): copied, deleter at once, writable.
+        let c = unsafe { Blob::from_dlpack(&e, &mut m, Some(true)) }.unwrap();
+        assert_eq!(DELETED.load(Ordering::SeqCst), before + 2);
+        assert!(c.is_writable());
+        assert_eq!(c.to_vec::<f32>().unwrap(), data);
     }
 }

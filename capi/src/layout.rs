@@ -20,17 +20,7 @@ pub extern "C" fn blob_create_desc(
     n_blk: usize,
     out_blob: *mut *mut Blob,
 ) -> i32 {
-    ffi!({
-        let o = out(out_blob, "out")?;
-        let engine = handles::engine(e)?;
-        let dtype = DType::from_code(dtype)?;
-        let d = dims(dims_ptr, rank)?;
-        let blk = indices(blk_dims, n_blk, 2 * MAX_RANK, "blk_dims")?;
-        let ord = indices(order, n_blk, 2 * MAX_RANK, "order")?;
-        let desc = TensorDesc::with_blocking(dtype, &d, BlockingDesc::new(&blk, &ord)?)?;
-        put(o, handles::issue_blob(blobcore::Blob::with_desc(&engine, &desc)?));
-        Ok(())
-    })
+    blob_create_desc_strided(e, dtype, dims_ptr, rank, blk_dims, order, n_blk, 0, std::ptr::null(), std::ptr::null(), out_blob)
 }
 
 /// As `blob_create_desc` with OpenVINO's full `BlockingDesc`: an

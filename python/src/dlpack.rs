@@ -4,7 +4,7 @@
 //! renaming on use, the destructor) lives here.
 
 use crate::errors::{core, raise};
-use blobcore::dlpack::{DLManagedTensor, DLManagedTensorVersioned, DL_CPU};
+use blobcore::dlpack::{delete_legacy_tensor, delete_tensor, DLManagedTensor, DLManagedTensorVersioned, DL_CPU};
 use blobcore::{Blob, Engine, Error};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -27,15 +27,9 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
         let (mut t, mut v, mut tb) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
         ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
         if ffi::PyCapsule_IsValid(capsule, NAME_VERSIONED.as_ptr()) == 1 {
-            let m = ffi::PyCapsule_GetPointer(capsule, NAME_VERSIONED.as_ptr()) as *mut DLManagedTensorVersioned;
-            if let Some(d) = m.as_ref().and_then(|m| m.deleter) {
-                d(m);
-            }
+            delete_tensor(ffi::PyCapsule_GetPointer(capsule, NAME_VERSIONED.as_ptr()) as *mut DLManagedTensorVersioned);
         } else if ffi::PyCapsule_IsValid(capsule, NAME_LEGACY.as_ptr()) == 1 {
-            let m = ffi::PyCapsule_GetPointer(capsule, NAME_LEGACY.as_ptr()) as *mut DLManagedTensor;
-            if let Some(d) = m.as_ref().and_then(|m| m.deleter) {
-                d(m);
-            }
+            delete_legacy_tensor(ffi::PyCapsule_GetPointer(capsule, NAME_LEGACY.as_ptr()) as *mut DLManagedTensor);
         }
         ffi::PyErr_Restore(t, v, tb);
     }
@@ -57,15 +51,9 @@ pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, flags: u64) -> PyResul
         // SAFETY: nobody else saw ptr; free it with its own deleter.
         unsafe {
             if versioned {
-                let m = ptr as *mut DLManagedTensorVersioned;
-                if let Some(d) = (*m).deleter {
-                    d(m);
-                }
+                delete_tensor(ptr as *mut DLManagedTensorVersioned)
             } else {
-                let m = ptr as *mut DLManagedTensor;
-                if let Some(d) = (*m).deleter {
-                    d(m);
-                }
+                delete_legacy_tensor(ptr as *mut DLManagedTensor)
             }
         }
         return Err(PyErr::fetch(py));
