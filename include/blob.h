@@ -213,6 +213,24 @@ typedef struct Blob Blob;
 // An engine: where blobs live and run (opaque; NULL means the default CPU engine).
 typedef struct BlobEngine BlobEngine;
 
+// An engine's transfer and kernel counters (`blob_engine_stats`):
+// monotonic since the engine was created or `blob_engine_reset_stats`.
+// Uploads and downloads count blob data moved between host and device
+// (one per head transition that needs a copy); kernels count compute
+// dispatches and device-side copies. All zero for the CPU engine.
+typedef struct BlobEngineStats {
+  // Bytes copied host to device.
+  uint64_t bytes_uploaded;
+  // Bytes copied device to host.
+  uint64_t bytes_downloaded;
+  // Host-to-device copies.
+  uint64_t uploads;
+  // Device-to-host copies.
+  uint64_t downloads;
+  // Kernels dispatched and device copies queued.
+  uint64_t kernels;
+} BlobEngineStats;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -495,6 +513,12 @@ int32_t blob_engine_gpu(const char *adapter_hint, struct BlobEngine **out_engine
 
 // Frees an engine handle. Blobs created on it keep working.
 int32_t blob_engine_free(struct BlobEngine *engine);
+
+// Writes `engine`'s counters (NULL: the default engine) to `*out`.
+int32_t blob_engine_stats(const struct BlobEngine *engine, struct BlobEngineStats *out_stats);
+
+// Sets `engine`'s counters (NULL: the default engine) back to zero.
+int32_t blob_engine_reset_stats(const struct BlobEngine *engine);
 
 // Loads a Caffe BlobProto file (`.binaryproto`) as a new f32 blob (f64
 // when the file holds `double_data`), with its diff when it has one.

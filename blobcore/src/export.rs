@@ -152,6 +152,12 @@ impl Blob {
     /// order as a 1-D run: its elements for a dense blob, its raw span
     /// (padding included) for a blob with a layout (see [`crate::raw`]).
     pub fn export_range(&self, pos: i64, size: i64) -> Result<Export> {
+        self.export_range_for(pos, size, true)
+    }
+
+    /// As [`Blob::export_range`]; with `write` false the holder only reads
+    /// (the head does not move to the host, as [`Blob::export_for`]).
+    pub fn export_range_for(&self, pos: i64, size: i64, write: bool) -> Result<Export> {
         let pos = non_negative(pos, "export position")?;
         let size = non_negative(size, "export size")?;
         let (storage, offset, len) = {
@@ -162,7 +168,7 @@ impl Blob {
         if pos.checked_add(size).is_none_or(|end| end > len) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        self.export_region(storage, offset + pos, vec![size], true)
+        self.export_region(storage, offset + pos, vec![size], write)
     }
 
     fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>, write: bool) -> Result<Export> {

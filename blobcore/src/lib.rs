@@ -57,7 +57,7 @@ pub mod view;
 pub use blob::Blob;
 pub use buffer::{ReadGuard, WriteGuard};
 pub use dtype::{DType, Element};
-pub use engine::{Engine, EngineKind};
+pub use engine::{Engine, EngineKind, EngineStats};
 pub use error::{Error, Result};
 pub use export::Export;
 pub use index::Index;

@@ -72,8 +72,11 @@ struct State {
     host: HostMem,
     /// The device copy (GPU engine only), allocated on first device use.
     device: Option<wgpu::Buffer>,
-    /// Live exports (raw pointers handed to NumPy, DLPack, C).
+    /// Live exports (raw pointers handed to NumPy, DLPack, C) whose
+    /// holders may write.
     pins: usize,
+    /// Live exports whose holders only read.
+    read_pins: usize,
     /// Live borrows; under the same lock as the memory so that one lock
     /// acquisition both registers a borrow and yields the pointer.
     borrows: BorrowTable,
@@ -81,15 +84,24 @@ struct State {
 
 impl State {
     fn new(head: Head, host: HostMem) -> State {
-        State { head, host, device: None, pins: 0, borrows: BorrowTable::default() }
+        State { head, host, device: None, pins: 0, read_pins: 0, borrows: BorrowTable::default() }
     }
 
-    /// True when someone outside the storage may read or write the host
-    /// memory at any time: exports, wrapped memory, or host borrows
-    /// (guards and held buffers). GPU operations then keep the host copy
-    /// authoritative: they upload it first and copy their results back.
-    fn host_shared(&self) -> bool {
-        self.pins > 0 || matches!(self.host, HostMem::External { .. }) || self.borrows.entries.iter().any(|e| !e.device)
+    /// True when someone outside the storage may write the host memory at
+    /// any time: writable exports, wrapped memory, or exclusive host
+    /// borrows. The device copy cannot be trusted then: GPU operations
+    /// upload the host copy first (even when Synced) and leave the head at
+    /// the host.
+    fn host_writers(&self) -> bool {
+        self.pins > 0 || matches!(self.host, HostMem::External { .. }) || self.borrows.entries.iter().any(|e| !e.device && e.exclusive)
+    }
+
+    /// True when someone outside the storage reads (or writes) the host
+    /// memory: any export or host borrow, or wrapped memory. A kernel's
+    /// writes are then copied back at once so that they never read stale
+    /// data (with readers only, the copies then agree: Synced).
+    fn host_users(&self) -> bool {
+        self.host_writers() || self.read_pins > 0 || self.borrows.entries.iter().any(|e| !e.device)
     }
 }
 
@@ -275,8 +287,12 @@ impl Storage {
         if write || st.head == Head::Uninitialized {
             st.head = Head::HeadAtCpu;
         }
-        st.pins += 1;
-        Ok((Pin { storage: Arc::clone(self) }, p))
+        if write {
+            st.pins += 1;
+        } else {
+            st.read_pins += 1;
+        }
+        Ok((Pin { storage: Arc::clone(self), write }, p))
     }
 
     /// Device access to bytes `[start, end)` for a GPU kernel: registers a
@@ -291,7 +307,7 @@ impl Storage {
         if st.device.is_none() {
             st.device = Some(gpu.alloc(self.len)?);
         }
-        let shared = st.host_shared();
+        let shared = st.host_writers();
         if st.head == Head::HeadAtCpu || (shared && st.head == Head::Synced) {
             let p = self.host_base(&mut st)?;
             // SAFETY: p is valid for len bytes and the storage lock is held.
@@ -336,7 +352,8 @@ impl Storage {
         // write on another thread moved the head to the CPU while this
         // kernel ran (disjoint bytes: the borrows saw to that). Either way
         // the host must stay authoritative, so the kernel's bytes go there.
-        if st.host_shared() || st.head == Head::HeadAtCpu {
+        let writers = st.host_writers() || st.head == Head::HeadAtCpu;
+        if st.host_users() || writers {
             if write {
                 let p = self.host_base(&mut st)?;
                 if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
@@ -347,8 +364,9 @@ impl Storage {
                     let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr().add(start), end - start) };
                     gpu.download(dev, start, host)?;
                 }
-                st.head = Head::HeadAtCpu;
-            } else if st.head == Head::Synced {
+                // With readers only, both copies now agree.
+                st.head = if writers { Head::HeadAtCpu } else { Head::Synced };
+            } else if writers && st.head == Head::Synced {
                 st.head = Head::HeadAtCpu;
             }
         } else if write || st.head == Head::Uninitialized {
@@ -490,6 +508,8 @@ impl Drop for Storage {
 /// with the host until dropped.
 pub(crate) struct Pin {
     storage: Arc<Storage>,
+    /// Whether the holder may write (a writable export) or only reads.
+    write: bool,
 }
 
 impl Pin {
@@ -502,7 +522,11 @@ impl Pin {
 impl Drop for Pin {
     fn drop(&mut self) {
         let mut st = lock(&self.storage.state);
-        st.pins = st.pins.saturating_sub(1);
+        if self.write {
+            st.pins = st.pins.saturating_sub(1);
+        } else {
+            st.read_pins = st.read_pins.saturating_sub(1);
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! copies and reorders. Skips with a message when no adapter exists; CI
 //! installs lavapipe, so there it always runs.
 
-use blobcore::{Blob, BlockingDesc, DType, Engine, Head, TensorDesc};
+use blobcore::{Blob, BlockingDesc, DType, Engine, EngineStats, Head, TensorDesc};
 
 fn gpu() -> Option<Engine> {
     match Engine::gpu(None) {
@@ -53,6 +53,82 @@ fn heads_follow_synced_memory() {
     assert_eq!(z.asum().unwrap(), 0.0);
     assert_eq!(z.head(), Head::HeadAtGpu);
     assert_eq!(z.to_vec::<f32>().unwrap(), [0.0; 3]);
+}
+
+/// The counters' change since `before`: (uploads, downloads).
+fn moved(g: &Engine, before: EngineStats) -> (u64, u64) {
+    let now = g.stats();
+    (now.uploads - before.uploads, now.downloads - before.downloads)
+}
+
+#[test]
+fn every_head_transition_moves_exactly_what_caffe_moves() {
+    let Some(g) = gpu() else { return };
+    let n = 1000;
+    let b = Blob::tensor(&g, DType::F32, &[n]).unwrap();
+    g.reset_stats();
+    let s = g.stats();
+    // fill on the GPU (nothing to upload: uninitialized), read on the host
+    // (one download), asum on the GPU (synced: nothing moves).
+    b.fill(1.0).unwrap();
+    assert_eq!((b.head(), moved(&g, s)), (Head::HeadAtGpu, (0, 0)));
+    assert_eq!(b.to_vec::<f32>().unwrap()[0], 1.0);
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (0, 1)));
+    assert_eq!(g.stats().bytes_downloaded - s.bytes_downloaded, 4 * n as u64);
+    assert_eq!(b.asum().unwrap(), n as f64);
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (0, 1)));
+    assert!(g.stats().kernels >= s.kernels + 2);
+    // A host write moves the head; the next kernel uploads once.
+    let s = g.stats();
+    b.copy_from_slice(&vec![2f32; n]).unwrap();
+    assert_eq!((b.head(), moved(&g, s)), (Head::HeadAtCpu, (0, 0)));
+    assert_eq!(b.sumsq().unwrap(), 4.0 * n as f64);
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (1, 0)));
+    // Read-only host access (guards, buffers taken with exchange and
+    // released without, read-only exports, copies out, file saves) keeps
+    // Synced: the next kernel moves nothing.
+    let s = g.stats();
+    b.fill(3.0).unwrap(); // head at the GPU
+    {
+        let r = b.buffer_read::<f32>(0, 10).unwrap();
+        assert_eq!(r[0], 3.0);
+    }
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (0, 1)));
+    let p = b.get_buffer(0, n as i64, true).unwrap();
+    b.release_buffer(p.as_ptr(), false).unwrap();
+    let e = b.export_for(false).unwrap();
+    assert_eq!(b.asum().unwrap(), 3.0 * n as f64); // with a reader: no upload
+    drop(e);
+    let mut out = vec![0f32; n];
+    b.copy_to_slice(&mut out).unwrap();
+    b.save_npy(std::env::temp_dir().join(format!("blobcore-heads-{}.npy", std::process::id()))).unwrap();
+    assert_eq!(b.asum().unwrap(), 3.0 * n as f64);
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (0, 1)));
+    // A kernel writing under a reader: its bytes are copied back at once
+    // and both sides agree (Synced).
+    let s = g.stats();
+    let e = b.export_for(false).unwrap();
+    b.fill(4.0).unwrap();
+    // SAFETY: the export is live and covers n f32s.
+    assert_eq!(unsafe { *(e.as_ptr() as *const f32) }, 4.0);
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (0, 1)));
+    drop(e);
+    // A buffer released with exchange, or a writable export, is a host
+    // write: the head moves, and the next kernel uploads once.
+    let s = g.stats();
+    let p = b.get_buffer(0, 1, true).unwrap();
+    b.release_buffer(p.as_ptr(), true).unwrap();
+    assert_eq!(b.head(), Head::HeadAtCpu);
+    assert_eq!(b.asum().unwrap(), 4.0 * n as f64);
+    assert_eq!((b.head(), moved(&g, s)), (Head::Synced, (1, 0)));
+    let w = b.export().unwrap();
+    assert_eq!(b.head(), Head::HeadAtCpu);
+    assert_eq!(b.asum().unwrap(), 4.0 * n as f64);
+    assert_eq!(moved(&g, s), (2, 0)); // writers: uploaded again, head stays at the host
+    assert_eq!(b.head(), Head::HeadAtCpu);
+    drop(w);
+    // The CPU engine counts nothing.
+    assert_eq!(Engine::cpu().stats(), EngineStats::default());
 }
 
 #[test]

@@ -68,3 +68,52 @@ pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut 
 pub extern "C" fn blob_engine_free(engine: *mut BlobEngine) -> i32 {
     ffi!({ handles::free_engine(engine) })
 }
+
+/// An engine's transfer and kernel counters (`blob_engine_stats`):
+/// monotonic since the engine was created or `blob_engine_reset_stats`.
+/// Uploads and downloads count blob data moved between host and device
+/// (one per head transition that needs a copy); kernels count compute
+/// dispatches and device-side copies. All zero for the CPU engine.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlobEngineStats {
+    /// Bytes copied host to device.
+    pub bytes_uploaded: u64,
+    /// Bytes copied device to host.
+    pub bytes_downloaded: u64,
+    /// Host-to-device copies.
+    pub uploads: u64,
+    /// Device-to-host copies.
+    pub downloads: u64,
+    /// Kernels dispatched and device copies queued.
+    pub kernels: u64,
+}
+
+/// Writes `engine`'s counters (NULL: the default engine) to `*out`.
+#[no_mangle]
+pub extern "C" fn blob_engine_stats(engine: *const BlobEngine, out_stats: *mut BlobEngineStats) -> i32 {
+    ffi!({
+        let o = out(out_stats, "out")?;
+        let s = handles::engine(engine)?.stats();
+        put(
+            o,
+            BlobEngineStats {
+                bytes_uploaded: s.bytes_uploaded,
+                bytes_downloaded: s.bytes_downloaded,
+                uploads: s.uploads,
+                downloads: s.downloads,
+                kernels: s.kernels,
+            },
+        );
+        Ok(())
+    })
+}
+
+/// Sets `engine`'s counters (NULL: the default engine) back to zero.
+#[no_mangle]
+pub extern "C" fn blob_engine_reset_stats(engine: *const BlobEngine) -> i32 {
+    ffi!({
+        handles::engine(engine)?.reset_stats();
+        Ok(())
+    })
+}

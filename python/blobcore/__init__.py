@@ -24,6 +24,7 @@ from ._blobcore import (
     Blob,
     BlockingDesc,
     Engine,
+    EngineStats,
     TensorDesc,
     __version__,
     asblob,
@@ -48,6 +49,7 @@ from ._blobcore import (
 __all__ = [
     "Blob",
     "Engine",
+    "EngineStats",
     "Dim",
     "Layout",
     "BlockingDesc",

@@ -66,6 +66,19 @@ pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>
     Ok(arr)
 }
 
+/// A read-only ndarray over the blob's memory for callers that only read
+/// (copies, `tolist`): its export does not move the GPU head (Caffe's
+/// `cpu_data()`). bfloat16 goes through ml_dtypes.
+pub fn read_only_array<'py>(slf: &Bound<'py, PyBlob>) -> PyResult<Bound<'py, PyAny>> {
+    let py = slf.py();
+    let b = &slf.get().b;
+    if b.dtype() == DType::BF16 {
+        let arr = array_of(slf, None, None)?;
+        return Ok(arr);
+    }
+    Held::array(py, core(b.export_for(false))?, true)
+}
+
 /// A blob over `array`'s memory, without copying: C-contiguous and
 /// aligned arrays only; read-only arrays give read-only blobs; bfloat16
 /// arrays (ml_dtypes) are viewed as uint16 on the way.

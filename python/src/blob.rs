@@ -66,6 +66,20 @@ impl PyEngine {
         Engine::set_default(&engine.e);
     }
 
+    /// Transfer and kernel counters since the engine was created (or
+    /// ``reset_stats``): ``bytes_uploaded``, ``bytes_downloaded``,
+    /// ``uploads``, ``downloads`` (blob data moved between host and device,
+    /// one per head transition that needs a copy) and ``kernels`` (compute
+    /// dispatches and device copies). All zero for the CPU engine.
+    fn stats(&self) -> PyEngineStats {
+        PyEngineStats { s: self.e.stats() }
+    }
+
+    /// Sets the counters back to zero.
+    fn reset_stats(&self) {
+        self.e.reset_stats();
+    }
+
     fn __repr__(&self) -> String {
         match self.e.adapter_name() {
             Some(a) => format!("blobcore.Engine.gpu({a:?})"),
@@ -79,6 +93,49 @@ impl PyEngine {
 
     fn __hash__(&self) -> u64 {
         self.e.name().len() as u64
+    }
+}
+
+/// An engine's counters at one moment (``Engine.stats()``).
+#[pyclass(name = "EngineStats", module = "blobcore", frozen, eq)]
+#[derive(PartialEq)]
+pub struct PyEngineStats {
+    s: blobcore::EngineStats,
+}
+
+#[pymethods]
+impl PyEngineStats {
+    /// Bytes copied host to device.
+    #[getter]
+    fn bytes_uploaded(&self) -> u64 {
+        self.s.bytes_uploaded
+    }
+    /// Bytes copied device to host.
+    #[getter]
+    fn bytes_downloaded(&self) -> u64 {
+        self.s.bytes_downloaded
+    }
+    /// Host-to-device copies.
+    #[getter]
+    fn uploads(&self) -> u64 {
+        self.s.uploads
+    }
+    /// Device-to-host copies.
+    #[getter]
+    fn downloads(&self) -> u64 {
+        self.s.downloads
+    }
+    /// Kernels dispatched and device copies queued.
+    #[getter]
+    fn kernels(&self) -> u64 {
+        self.s.kernels
+    }
+    fn __repr__(&self) -> String {
+        let s = &self.s;
+        format!(
+            "blobcore.EngineStats(bytes_uploaded={}, bytes_downloaded={}, uploads={}, downloads={}, kernels={})",
+            s.bytes_uploaded, s.bytes_downloaded, s.uploads, s.downloads, s.kernels
+        )
     }
 }
 
@@ -755,19 +812,18 @@ impl PyBlob {
     /// ``numpy.ndarray.tolist()``: the data as nested Python lists of
     /// Python scalars (a scalar for rank 0).
     fn tolist<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        crate::arrays::array_of(slf, None, None)?.call_method0("tolist")
+        arrays::read_only_array(slf)?.call_method0("tolist")
     }
 
     /// A NumPy array of the data: shares memory when ``copy=False`` (the
     /// default), else an independent copy.
     #[pyo3(signature = (copy=false))]
     fn numpy<'py>(slf: &Bound<'py, Self>, copy: bool) -> PyResult<Bound<'py, PyAny>> {
-        let np = slf.py().import("numpy")?;
         if copy {
-            np.getattr("array")?.call1((slf,))
-        } else {
-            np.getattr("asarray")?.call1((slf,))
+            // A copy only reads: the GPU head may stay Synced.
+            return arrays::read_only_array(slf)?.call_method0("copy");
         }
+        slf.py().import("numpy")?.getattr("asarray")?.call1((slf,))
     }
 
     // -------------------------------------------------------------- operations
@@ -842,7 +898,10 @@ impl PyBlob {
     /// (raw memory order for blobs with a layout), pushed on the blob's
     /// buffer stack; give it back with ``release_buffer``.
     fn get_buffer<'py>(&self, py: Python<'py>, pos: i64, size: i64, exchange: bool) -> PyResult<Bound<'py, PyAny>> {
-        let export = core(self.b.export_range(pos, size))?;
+        // NeoML: with exchange the holder reads current data and what it
+        // writes lands only when released with exchange (the head moves
+        // then); without, it will overwrite the data (the head moves now).
+        let export = core(self.b.export_range_for(pos, size, !exchange))?;
         core(self.b.get_buffer(pos, size, exchange))?;
         Held::array(py, export, false)
     }

@@ -98,13 +98,16 @@ impl BufferContext {
         }
         let dense = self.blob.is_dense();
         let count = if dense { self.blob.count() as i64 } else { core(self.blob.raw_count())? as i64 };
+        // A read-only context is Caffe's cpu_data(): the head may stay
+        // Synced, so the next kernel needs no upload.
+        let write = self.mode != Mode::Read;
         let (export, size) = match self.size {
-            None if self.pos == 0 && dense => (core(self.blob.export())?, count),
+            None if self.pos == 0 && dense => (core(self.blob.export_for(write))?, count),
             None => {
                 let size = count.saturating_sub(self.pos).max(0);
-                (core(self.blob.export_range(self.pos, size))?, size)
+                (core(self.blob.export_range_for(self.pos, size, write))?, size)
             }
-            Some(size) => (core(self.blob.export_range(self.pos, size))?, size),
+            Some(size) => (core(self.blob.export_range_for(self.pos, size, write))?, size),
         };
         let ptr = core(self.blob.get_buffer(self.pos, size, self.mode.reads()))?;
         *held = Some(ptr.as_ptr() as usize);

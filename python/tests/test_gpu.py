@@ -78,3 +78,43 @@ def test_set_default_engine(gpu):
     finally:
         bc.Engine.set_default(bc.Engine.cpu())
     assert bc.Blob.vector(3).engine == bc.Engine.cpu()
+
+
+def test_transfers_follow_caffe_heads_exactly(gpu):
+    """Caffe's test_syncedmem, counted: reads sync, writes move the head,
+    and nothing moves unless a head transition demands it."""
+    b = bc.Blob.tensor([1000], engine=gpu)
+    gpu.reset_stats()
+
+    def moved(before):
+        now = gpu.stats()
+        return now.uploads - before.uploads, now.downloads - before.downloads
+
+    s = gpu.stats()
+    b.fill(1.0)  # GPU write
+    assert b.head == "gpu" and moved(s) == (0, 0)
+    with b.buffer(0, 1000, "r") as m:  # a read: one download, Synced
+        assert m[0] == 1.0
+    assert b.head == "synced" and moved(s) == (0, 1)
+    assert b.asum() == 1000.0  # the kernel needs no upload
+    buf = b.get_buffer(0, 1000, True)  # exchange on get: a read
+    b.release_buffer(buf, False)
+    assert b.sumsq() == 1000.0
+    np.testing.assert_array_equal(b.numpy(copy=True)[:3], [1.0, 1.0, 1.0])
+    b.to_npy_bytes()  # a file save reads
+    assert b.asum() == 1000.0
+    assert b.head == "synced" and moved(s) == (0, 1)
+    assert gpu.stats().bytes_downloaded - s.bytes_downloaded == 4000
+    # Writes move the head; the next kernel uploads exactly once.
+    with b.buffer(0, 10, "rw") as m:
+        m[:] = 2.0
+    del m  # a live writable view would keep the host authoritative
+    assert b.head == "cpu"
+    assert b.asum() == 1010.0
+    assert b.head == "synced" and moved(s) == (1, 1)
+    a = np.asarray(b)  # a writable export counts as a write
+    assert b.head == "cpu"
+    del a
+    st = gpu.stats()
+    assert st.kernels > 0 and "EngineStats(" in repr(st)
+    assert bc.Engine.cpu().stats().uploads == 0

@@ -63,6 +63,28 @@ int main(void) {
     CHECK(blob_copy_to_host(b, got, sizeof got) == BLOB_OK);
     CHECK(got[0] == 10.0f && got[2] == 3.0f && got[31] == 1.0f);
 
+    /* Transfers as Caffe's SyncedMemory makes them, counted: a GPU write,
+     * a host read (one download), a kernel (nothing moves); a buffer taken
+     * with exchange and released without is a read (nothing moves); one
+     * released with exchange is a write (the next kernel uploads once). */
+    {
+        BlobEngineStats s0, s1;
+        CHECK(blob_engine_reset_stats(gpu) == BLOB_OK);
+        CHECK(blob_engine_stats(gpu, &s0) == BLOB_OK && s0.uploads == 0 && s0.downloads == 0 && s0.kernels == 0);
+        CHECK(blob_fill(b, 5.0) == BLOB_OK);
+        CHECK(blob_copy_to_host(b, got, sizeof got) == BLOB_OK && got[7] == 5.0f);
+        CHECK(blob_asum(b, &s) == BLOB_OK && s == 160.0);
+        CHECK(blob_get_buffer(b, 0, 32, true, &p) == BLOB_OK && blob_release_buffer(b, p, false) == BLOB_OK);
+        CHECK(blob_sumsq(b, &s) == BLOB_OK && s == 800.0);
+        CHECK(head(b) == BLOB_HEAD_SYNCED);
+        CHECK(blob_engine_stats(gpu, &s1) == BLOB_OK);
+        CHECK(s1.uploads == 0 && s1.downloads == 1 && s1.bytes_downloaded == sizeof got && s1.kernels >= 3);
+        CHECK(blob_get_buffer(b, 0, 32, true, &p) == BLOB_OK && blob_release_buffer(b, p, true) == BLOB_OK);
+        CHECK(blob_asum(b, &s) == BLOB_OK && s == 160.0);
+        CHECK(blob_engine_stats(gpu, &s1) == BLOB_OK && s1.uploads == 1 && s1.bytes_uploaded == sizeof got);
+        CHECK(blob_engine_stats(gpu, NULL) == BLOB_ERR_NULL_POINTER);
+    }
+
     blob_free(b);
     blob_engine_free(owner);
     blob_engine_free(gpu);

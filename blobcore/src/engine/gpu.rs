@@ -9,6 +9,7 @@
 //! `Error::Device` (or `OutOfMemory`), never as a panic.
 
 use crate::error::{err, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
@@ -31,6 +32,18 @@ pub struct Gpu {
     /// The last error wgpu reported outside an error scope.
     uncaptured: Arc<Mutex<Option<String>>>,
     max_buffer: u64,
+    /// Transfer and kernel counters (see [`crate::engine::EngineStats`]).
+    counters: Counters,
+}
+
+/// Monotonic counters of blob data moved and device work queued.
+#[derive(Default)]
+struct Counters {
+    bytes_uploaded: AtomicU64,
+    bytes_downloaded: AtomicU64,
+    uploads: AtomicU64,
+    downloads: AtomicU64,
+    kernels: AtomicU64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -169,7 +182,28 @@ impl Gpu {
             dummy,
             uncaptured,
             max_buffer: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
+            counters: Counters::default(),
         })
+    }
+
+    /// The counters since the engine was created (or last reset).
+    pub(crate) fn stats(&self) -> crate::engine::EngineStats {
+        let c = &self.counters;
+        crate::engine::EngineStats {
+            bytes_uploaded: c.bytes_uploaded.load(Ordering::Relaxed),
+            bytes_downloaded: c.bytes_downloaded.load(Ordering::Relaxed),
+            uploads: c.uploads.load(Ordering::Relaxed),
+            downloads: c.downloads.load(Ordering::Relaxed),
+            kernels: c.kernels.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sets every counter back to zero.
+    pub(crate) fn reset_stats(&self) {
+        let c = &self.counters;
+        for a in [&c.bytes_uploaded, &c.bytes_downloaded, &c.uploads, &c.downloads, &c.kernels] {
+            a.store(0, Ordering::Relaxed);
+        }
     }
 
     /// The adapter's name (e.g. "llvmpipe (LLVM 15.0.6, 256 bits)").
@@ -257,6 +291,8 @@ impl Gpu {
     /// Copies host bytes into the buffer at byte `at` (a multiple of 4;
     /// a last partial word is padded with zeros).
     pub(crate) fn upload(&self, buf: &wgpu::Buffer, at: usize, bytes: &[u8]) -> Result<()> {
+        self.counters.uploads.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_uploaded.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let whole = bytes.len() / 4 * 4;
         self.scoped("uploading to the device", || {
             if whole > 0 {
@@ -272,8 +308,20 @@ impl Gpu {
     }
 
     /// Copies bytes `[start, start + out.len())` of the buffer into `out`,
-    /// waiting for every queued kernel first.
+    /// waiting for every queued kernel first. Counted as a transfer of blob
+    /// data.
     pub(crate) fn download(&self, buf: &wgpu::Buffer, start: usize, out: &mut [u8]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.counters.downloads.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_downloaded.fetch_add(out.len() as u64, Ordering::Relaxed);
+        self.read_back(buf, start, out)
+    }
+
+    /// [`Gpu::download`] of a kernel's result (reduction partials), which
+    /// is not blob data and not counted.
+    fn read_back(&self, buf: &wgpu::Buffer, start: usize, out: &mut [u8]) -> Result<()> {
         if out.is_empty() {
             return Ok(());
         }
@@ -316,6 +364,7 @@ impl Gpu {
         if len == 0 {
             return Ok(());
         }
+        self.counters.kernels.fetch_add(1, Ordering::Relaxed);
         self.scoped("copying on the device", || {
             let mut enc = self.device.create_command_encoder(&Default::default());
             enc.copy_buffer_to_buffer(src, src_off as u64, dst, dst_off as u64, len as u64);
@@ -333,6 +382,7 @@ impl Gpu {
 
     fn dispatch(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: u64) -> Result<()> {
         let groups = groups.clamp(1, MAX_GROUPS) as u32;
+        self.counters.kernels.fetch_add(1, Ordering::Relaxed);
         self.scoped(what, || {
             let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("blobcore params"),
@@ -407,7 +457,7 @@ impl Gpu {
         let params = [op as u32, Self::words(n)?, Self::words(src_off)?];
         self.dispatch("reduce", &self.reduce, &partials, Some(src), &params, groups)?;
         let mut bytes = vec![0u8; groups as usize * 4];
-        self.download(&partials, 0, &mut bytes)?;
+        self.read_back(&partials, 0, &mut bytes)?;
         Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).sum())
     }
 }

@@ -24,6 +24,26 @@ pub enum EngineKind {
     Gpu,
 }
 
+/// Transfer and kernel counters of an engine ([`Engine::stats`]), monotonic
+/// since the engine was created or [`Engine::reset_stats`]. Uploads and
+/// downloads count blob data moved between host and device memory (each
+/// head transition that needs a copy is one); kernels count compute
+/// dispatches and device-side copies. The CPU engine's are all zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct EngineStats {
+    /// Bytes copied host to device.
+    pub bytes_uploaded: u64,
+    /// Bytes copied device to host.
+    pub bytes_downloaded: u64,
+    /// Host-to-device copies.
+    pub uploads: u64,
+    /// Device-to-host copies.
+    pub downloads: u64,
+    /// Kernels dispatched and device copies queued.
+    pub kernels: u64,
+}
+
 /// A handle to an engine; cheap to clone, shared by the blobs created on it.
 #[derive(Clone)]
 pub struct Engine {
@@ -48,6 +68,18 @@ impl Engine {
     pub fn gpu(adapter_hint: Option<&str>) -> crate::Result<Engine> {
         let g = gpu::Gpu::open(adapter_hint)?;
         Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Gpu, gpu: Some(Arc::new(g)) }) })
+    }
+
+    /// The engine's transfer and kernel counters (all zero on the CPU).
+    pub fn stats(&self) -> EngineStats {
+        self.inner.gpu.as_ref().map(|g| g.stats()).unwrap_or_default()
+    }
+
+    /// Sets the counters back to zero.
+    pub fn reset_stats(&self) {
+        if let Some(g) = &self.inner.gpu {
+            g.reset_stats();
+        }
     }
 
     pub(crate) fn new_cpu() -> Engine {
