@@ -132,6 +132,35 @@ fn every_head_transition_moves_exactly_what_caffe_moves() {
 }
 
 #[test]
+fn integer_reductions_are_exact_and_equal_the_host() {
+    let Some(g) = gpu() else { return };
+    let cpu = Engine::cpu();
+    // The case: ten 0x01010101 sum to 168430090 (f32 gave 168430080).
+    let ten = vec![0x0101_0101i32; 10];
+    let b = Blob::from_slice(&g, &[10], &ten).unwrap();
+    assert_eq!(b.asum().unwrap(), 168_430_090.0);
+    // Extremes, many workgroups, sums up to 2^53: bit-equal to the host.
+    let mut v: Vec<i32> = (0..300_000).map(|i: i32| i.wrapping_mul(2_654_435_761u32 as i32)).collect();
+    v[0] = i32::MIN;
+    v[1] = i32::MAX;
+    v[2] = -1;
+    let (gb, cb) = (Blob::from_slice(&g, &[v.len()], &v).unwrap(), Blob::from_slice(&cpu, &[v.len()], &v).unwrap());
+    let exact_asum: u128 = v.iter().map(|&x| u128::from(x.unsigned_abs())).sum();
+    assert_eq!(gb.asum().unwrap(), exact_asum as f64);
+    assert_eq!(gb.asum().unwrap().to_bits(), cb.asum().unwrap().to_bits());
+    // sumsq: exact below 2^53 (values below 2^20 over 4096 elements).
+    let small: Vec<i32> = (0..4096).map(|i| (i * 257) % (1 << 20) - (1 << 19)).collect();
+    let (gs, cs) = (Blob::from_slice(&g, &[4096], &small).unwrap(), Blob::from_slice(&cpu, &[4096], &small).unwrap());
+    let exact_sq: u128 = small.iter().map(|&x| (x as i128 * x as i128) as u128).sum();
+    assert!(exact_sq < 1 << 53);
+    assert_eq!(gs.sumsq().unwrap(), exact_sq as f64);
+    assert_eq!(gs.sumsq().unwrap().to_bits(), cs.sumsq().unwrap().to_bits());
+    // Squares of the extremes are exact as integers on the device.
+    let ext = Blob::from_slice(&g, &[2], &[i32::MIN, i32::MAX]).unwrap();
+    assert_eq!(ext.sumsq().unwrap(), ((1u128 << 62) + (i32::MAX as u128).pow(2)) as f64);
+}
+
+#[test]
 fn exports_and_buffers_never_see_stale_data() {
     let Some(g) = gpu() else { return };
     let b = ramp(&g, 64);

@@ -114,6 +114,9 @@ ROWS = [
     (lambda f: f.a.copy_from(f.v), bc.ShapeError, "dims differ"),
     (lambda f: f.a.copy_from(f.b, reshape=True), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from([1, 2, 3, 4, 5, 6], copy_diff=True), TypeError, "blob source"),
+    # engine counters
+    (lambda f: bc.Engine.cpu().stats(1), TypeError, ""),
+    (lambda f: bc.Engine.cpu().reset_stats(None), TypeError, ""),
     # NeoML archive forms
     (lambda f: f.a.to_neoml_bytes(form="pickle"), bc.InvalidArgumentError, "neither"),
     (lambda f: f.a.to_neoml_bytes(form=None), TypeError, ""),

@@ -118,3 +118,27 @@ def test_transfers_follow_caffe_heads_exactly(gpu):
     st = gpu.stats()
     assert st.kernels > 0 and "EngineStats(" in repr(st)
     assert bc.Engine.cpu().stats().uploads == 0
+
+
+def test_integer_reductions_are_exact(gpu, rng):
+    ten = bc.Blob.from_numpy(np.full(10, 0x01010101, np.int32), engine=gpu)
+    assert ten.asum() == 168430090.0  # through f32 it was 168430080
+    a = rng.integers(-(2**31), 2**31, size=200_000, dtype=np.int64).astype(np.int32)
+    a[:2] = [np.iinfo(np.int32).min, np.iinfo(np.int32).max]
+    g = bc.Blob.from_numpy(a, engine=gpu)
+    assert g.asum() == float(np.abs(a.astype(np.int64)).sum())
+    assert g.asum() == bc.Blob.from_numpy(a, engine=bc.Engine.cpu()).asum()
+    small = (a % 4096).astype(np.int32)
+    s = bc.Blob.from_numpy(small, engine=gpu)
+    assert s.sumsq() == float((small.astype(np.int64) ** 2).sum())
+
+
+def test_f32_sums_keep_their_documented_bound(gpu, rng):
+    import math
+
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    b = bc.Blob.from_numpy(x, engine=gpu)
+    exact = math.fsum(abs(float(v)) for v in x)
+    assert abs(b.asum() - exact) <= 1e-5 * exact
+    exact_sq = math.fsum(float(v) * float(v) for v in x)
+    assert abs(b.sumsq() - exact_sq) <= 1e-5 * exact_sq

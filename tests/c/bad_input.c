@@ -278,6 +278,15 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_blocking(fake, 2, room, NULL, NULL, NULL, &n, NULL));
         CHECK(room[0] == -7 && n == 99 && out == sentinel && lay == -1);
     }
+    /* Engine counters. */
+    {
+        BlobEngineStats st;
+        memset(&st, 0x5a, sizeof st);
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_engine_stats(NULL, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_stats((BlobEngine *)(uintptr_t)0xdead0, &st));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_reset_stats((BlobEngine *)(uintptr_t)0xdead0));
+        CHECK(st.uploads == 0x5a5a5a5a5a5a5a5aULL);
+    }
     /* DLPack: NULLs, flags, layouts it cannot describe. */
     {
         struct DLManagedTensorVersioned *tv = (struct DLManagedTensorVersioned *)&rows;

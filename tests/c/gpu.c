@@ -85,6 +85,16 @@ int main(void) {
         CHECK(blob_engine_stats(gpu, NULL) == BLOB_ERR_NULL_POINTER);
     }
 
+    /* Integer sums are exact: ten 0x01010101 are 168430090 (f32: ...080). */
+    {
+        static const int32_t ten[10] = {0x01010101, 0x01010101, 0x01010101, 0x01010101, 0x01010101,
+                                        0x01010101, 0x01010101, 0x01010101, 0x01010101, 0x01010101};
+        Blob *bi = NULL;
+        CHECK(blob_create_vector(gpu, BLOB_I32, 10, &bi) == BLOB_OK && blob_copy_from_host(bi, ten, sizeof ten) == BLOB_OK);
+        CHECK(blob_asum(bi, &s) == BLOB_OK && s == 168430090.0);
+        blob_free(bi);
+    }
+
     blob_free(b);
     blob_engine_free(owner);
     blob_engine_free(gpu);

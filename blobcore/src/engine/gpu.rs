@@ -27,6 +27,7 @@ pub struct Gpu {
     elementwise: wgpu::ComputePipeline,
     strided_copy: wgpu::ComputePipeline,
     reduce: wgpu::ComputePipeline,
+    reduce_i32: wgpu::ComputePipeline,
     /// A 4-byte buffer bound where a kernel has no source.
     dummy: wgpu::Buffer,
     /// The last error wgpu reported outside an error scope.
@@ -162,6 +163,7 @@ impl Gpu {
             })
         };
         let (elementwise, strided_copy, reduce) = (pipeline("elementwise"), pipeline("strided_copy"), pipeline("reduce"));
+        let reduce_i32 = pipeline("reduce_i32");
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("blobcore dummy"),
             size: 4,
@@ -179,6 +181,7 @@ impl Gpu {
             elementwise,
             strided_copy,
             reduce,
+            reduce_i32,
             dummy,
             uncaptured,
             max_buffer: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
@@ -445,19 +448,29 @@ impl Gpu {
         self.dispatch("strided copy", &self.strided_copy, dst, Some(src), &params, (n as u64).div_ceil(WG))
     }
 
-    /// Sum of |x| or x^2 over `n` words at `src_off`: per-workgroup f32
-    /// partials on the device, added in f64 here.
+    /// Sum of |x| or x^2 over `n` words at `src_off`. f32: per-workgroup
+    /// f32 partials on the device, added in f64 here (about 1e-5
+    /// relative). i32: exact, per-workgroup 64-bit integer partials added
+    /// here as integers (equal to the host's result below 2^53).
     pub(crate) fn reduce(&self, op: Reduction, src: &wgpu::Buffer, src_off: usize, n: usize) -> Result<f64> {
         if n == 0 {
             return Ok(0.0);
         }
         // Enough workgroups that each thread sums at most ~64 values.
         let groups = (n as u64).div_ceil(WG * 64).clamp(1, MAX_GROUPS);
-        let partials = self.alloc(groups as usize * 4)?;
         let params = [op as u32, Self::words(n)?, Self::words(src_off)?];
-        self.dispatch("reduce", &self.reduce, &partials, Some(src), &params, groups)?;
-        let mut bytes = vec![0u8; groups as usize * 4];
+        let integer = matches!(op, Reduction::AsumI32 | Reduction::SumsqI32);
+        let words = if integer { 2 } else { 1 } * groups as usize;
+        let partials = self.alloc(words * 4)?;
+        let pipeline = if integer { &self.reduce_i32 } else { &self.reduce };
+        self.dispatch("reduce", pipeline, &partials, Some(src), &params, groups)?;
+        let mut bytes = vec![0u8; words * 4];
         self.read_back(&partials, 0, &mut bytes)?;
-        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).sum())
+        let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if integer {
+            let total: u128 = bytes.chunks_exact(8).map(|c| u128::from(word(&c[..4])) | (u128::from(word(&c[4..])) << 32)).sum();
+            return Ok(total as f64);
+        }
+        Ok(bytes.chunks_exact(4).map(|c| f32::from_bits(word(c)) as f64).sum())
     }
 }

@@ -71,7 +71,7 @@ fn strided_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 // One partial sum per workgroup: Kahan-compensated in each thread over a
 // grid-stride run, then a tree over the workgroup. The host adds the
 // partials in f64.
-// p = [op, n, src_off]: op 0 asum f32, 1 sumsq f32, 2 asum i32, 3 sumsq i32.
+// p = [op, n, src_off]: op 0 asum f32, 1 sumsq f32 (i32 goes to reduce_i32).
 var<workgroup> partial: array<f32, 256>;
 
 @compute @workgroup_size(256)
@@ -104,5 +104,65 @@ fn reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocati
     }
     if (lid.x == 0u) {
         dst[wid.x] = bitcast<u32>(partial[0]);
+    }
+}
+
+// Exact integer reductions of i32 words: every thread accumulates |x| (op
+// 2) or x*x (op 3) in a 64-bit integer emulated with two u32 words, the
+// workgroup adds its threads' sums the same way, and each workgroup
+// writes its (lo, hi) pair; the host adds the pairs as integers. Exact
+// while a workgroup's sum stays below 2^64 (so every result below 2^53
+// equals the host's bit for bit).
+// p = [op, n, src_off]
+var<workgroup> part_lo: array<u32, 256>;
+var<workgroup> part_hi: array<u32, 256>;
+
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let lo = a.x + b.x;
+    return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+// a * a for a < 2^32, as (lo, hi): a = ah * 2^16 + al, so
+// a^2 = ah^2 * 2^32 + 2 * (ah * al) * 2^16 + al^2.
+fn square64(a: u32) -> vec2<u32> {
+    let al = a & 0xFFFFu;
+    let ah = a >> 16u;
+    let mid = ah * al;
+    let shifted = vec2<u32>(mid << 16u, mid >> 16u);
+    return add64(add64(vec2<u32>(al * al, ah * ah), shifted), shifted);
+}
+
+@compute @workgroup_size(256)
+fn reduce_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+              @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let squares = p[0] == 3u;
+    let n = p[1];
+    let s0 = p[2];
+    let stride = nwg.x * WG;
+    var acc = vec2<u32>(0u, 0u);
+    for (var i = gid.x; i < n; i += stride) {
+        let w = src[s0 + i];
+        // |x| as u32: exact for every i32, 2^31 included.
+        let a = select(w, 0u - w, (w & 0x80000000u) != 0u);
+        if (squares) {
+            acc = add64(acc, square64(a));
+        } else {
+            acc = add64(acc, vec2<u32>(a, 0u));
+        }
+    }
+    part_lo[lid.x] = acc.x;
+    part_hi[lid.x] = acc.y;
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half /= 2u) {
+        if (lid.x < half) {
+            let r = add64(vec2<u32>(part_lo[lid.x], part_hi[lid.x]), vec2<u32>(part_lo[lid.x + half], part_hi[lid.x + half]));
+            part_lo[lid.x] = r.x;
+            part_hi[lid.x] = r.y;
+        }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u) {
+        dst[2u * wid.x] = part_lo[0];
+        dst[2u * wid.x + 1u] = part_hi[0];
     }
 }

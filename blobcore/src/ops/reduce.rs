@@ -117,8 +117,9 @@ impl Blob {
     /// KiB, the lanes folded pairwise and the task sums added in order, so
     /// the result is within `(n/16 + n/65536 + 5) * 2^-53` of the sum of
     /// the absolute terms (terms of f32, f16, bf16 and integers up to 2^53
-    /// are exact in f64). The GPU engine adds f32 partials (about 1e-5
-    /// relative).
+    /// are exact in f64). The GPU engine adds f32 partials for f32 blobs
+    /// (about 1e-5 relative) and sums i32 blobs exactly in 64-bit integers
+    /// (bit-equal to this result below 2^53).
     pub fn asum(&self) -> Result<f64> {
         if let Some(g) = gpu::common_gpu(&[self]) {
             if let Some(v) = gpu::reduce(&g, self.snapshot(), false)? {
