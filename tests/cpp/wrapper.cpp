@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
             CHECK(status_of([&] { blob::Blob::from_dlpack(std::move(keep)); }) == BLOB_ERR_UNSUPPORTED);
             CHECK(keep.get() != nullptr);  // still owned here: its destructor frees it
             keep.get()->version.major = 1;
-            CHECK(blob::Blob::tensor(BLOB_F32, {1}).engine().is_gpu() == false);
+            CHECK(blob::Blob::tensor(BLOB_F32, {1}, &cpu).engine().is_gpu() == false);
         }
 
         // Errors carry the status and message; nothing leaks on the way out.
