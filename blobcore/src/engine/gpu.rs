@@ -24,7 +24,9 @@ pub struct Gpu {
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     layout: wgpu::BindGroupLayout,
-    elementwise: wgpu::ComputePipeline,
+    /// One element-wise pipeline per [`Elementwise`] op (indexed by it).
+    elementwise: Vec<wgpu::ComputePipeline>,
+    copy_rows: wgpu::ComputePipeline,
     strided_copy: wgpu::ComputePipeline,
     reduce: wgpu::ComputePipeline,
     reduce_i32: wgpu::ComputePipeline,
@@ -65,7 +67,8 @@ pub(crate) struct Strided {
     pub src_strides: Vec<usize>,
 }
 
-/// Element-wise kernel operations (`op` of `elementwise` in kernels.wgsl).
+/// Element-wise kernel operations (the `OP` constant of `elementwise` in
+/// kernels.wgsl: one pipeline each).
 #[derive(Debug, Clone, Copy)]
 #[repr(u32)]
 pub(crate) enum Elementwise {
@@ -77,6 +80,13 @@ pub(crate) enum Elementwise {
     AddI32 = 5,
     SubI32 = 6,
 }
+
+impl Elementwise {
+    const COUNT: u32 = 7;
+}
+
+/// Words of the uniform parameter block (`Params` in kernels.wgsl).
+const PARAM_WORDS: usize = 128;
 
 /// Reductions (`op` of `reduce`).
 #[derive(Debug, Clone, Copy)]
@@ -133,36 +143,35 @@ impl Gpu {
             label: Some("blobcore kernels"),
             source: wgpu::ShaderSource::Wgsl(include_str!("kernels.wgsl").into()),
         });
-        let entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
+            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
             count: None,
         };
+        let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("blobcore"),
-            entries: &[entry(0, false), entry(1, true), entry(2, true)],
+            entries: &[entry(0, storage(false)), entry(1, storage(true)), entry(2, wgpu::BufferBindingType::Uniform)],
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("blobcore"),
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipeline = |name: &str| {
+        let specialised = |name: &str, constants: &[(&str, f64)]| {
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(name),
                 layout: Some(&pipeline_layout),
                 module: &module,
                 entry_point: Some(name),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
                 cache: None,
             })
         };
-        let (elementwise, strided_copy, reduce) = (pipeline("elementwise"), pipeline("strided_copy"), pipeline("reduce"));
+        let pipeline = |name: &str| specialised(name, &[]);
+        let elementwise = (0..Elementwise::COUNT).map(|op| specialised("elementwise", &[("OP", op as f64)])).collect();
+        let (copy_rows, strided_copy, reduce) = (pipeline("copy_rows"), pipeline("strided_copy"), pipeline("reduce"));
         let reduce_i32 = pipeline("reduce_i32");
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("blobcore dummy"),
@@ -179,6 +188,7 @@ impl Gpu {
             info,
             layout,
             elementwise,
+            copy_rows,
             strided_copy,
             reduce,
             reduce_i32,
@@ -266,7 +276,7 @@ impl Gpu {
 
     /// True when one device buffer can hold `len` bytes; bigger blobs on
     /// this engine run their operations on the host.
-    pub(crate) fn fits(&self, len: usize) -> bool {
+    pub fn fits(&self, len: usize) -> bool {
         (len as u64).div_ceil(4).max(1) * 4 <= self.max_buffer
     }
 
@@ -384,13 +394,24 @@ impl Gpu {
     }
 
     fn dispatch(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: u64) -> Result<()> {
-        let groups = groups.clamp(1, MAX_GROUPS) as u32;
+        self.dispatch_2d(what, pipeline, dst, src, params, (groups, 1))
+    }
+
+    /// Dispatches `groups` (x, y) workgroups (each clamped to the grid
+    /// limit: kernels loop over the rest) with `params` in a uniform block.
+    fn dispatch_2d(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: (u64, u64)) -> Result<()> {
+        if params.len() > PARAM_WORDS {
+            return Err(err!(Unsupported, "{what}: {} parameter words exceed the kernel's {PARAM_WORDS}", params.len()));
+        }
+        let (gx, gy) = (groups.0.clamp(1, MAX_GROUPS) as u32, groups.1.clamp(1, MAX_GROUPS) as u32);
+        let mut block = [0u32; PARAM_WORDS];
+        block[..params.len()].copy_from_slice(params);
         self.counters.kernels.fetch_add(1, Ordering::Relaxed);
         self.scoped(what, || {
             let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("blobcore params"),
-                contents: bytemuck::cast_slice(params),
-                usage: wgpu::BufferUsages::STORAGE,
+                contents: bytemuck::cast_slice(&block),
+                usage: wgpu::BufferUsages::UNIFORM,
             });
             let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(what),
@@ -406,7 +427,7 @@ impl Gpu {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(what), timestamp_writes: None });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(groups, 1, 1);
+                pass.dispatch_workgroups(gx, gy, 1);
             }
             self.queue.submit([enc.finish()]);
         })
@@ -429,8 +450,33 @@ impl Gpu {
         if n == 0 {
             return Ok(());
         }
-        let params = [op as u32, Self::words(n)?, Self::words(dst_off)?, Self::words(src.map_or(0, |s| s.1))?, v[0], v[1]];
-        self.dispatch("elementwise", &self.elementwise, dst, src.map(|s| s.0), &params, (n as u64).div_ceil(WG))
+        let params = [Self::words(n)?, Self::words(dst_off)?, Self::words(src.map_or(0, |s| s.1))?, v[0], v[1]];
+        let pipeline = &self.elementwise[op as usize];
+        self.dispatch("elementwise", pipeline, dst, src.map(|s| s.0), &params, (n as u64).div_ceil(WG))
+    }
+
+    /// Copies `rows` runs of `run` words (offsets and row strides in
+    /// words): one device copy per run, batched in one submission, when
+    /// the runs are few and long; else the row kernel (2-D grid, no
+    /// division per element).
+    pub(crate) fn copy_rows(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, rows: usize, run: usize, d: (usize, usize), s: (usize, usize)) -> Result<()> {
+        if rows == 0 || run == 0 {
+            return Ok(());
+        }
+        if dst != src && rows <= 64 && run >= 16 << 10 {
+            self.counters.kernels.fetch_add(rows as u64, Ordering::Relaxed);
+            return self.scoped("copying runs on the device", || {
+                let mut enc = self.device.create_command_encoder(&Default::default());
+                for r in 0..rows {
+                    let (from, to) = ((s.0 + r * s.1) as u64 * 4, (d.0 + r * d.1) as u64 * 4);
+                    enc.copy_buffer_to_buffer(src, from, dst, to, run as u64 * 4);
+                }
+                self.queue.submit([enc.finish()]);
+            });
+        }
+        let params = [Self::words(rows)?, Self::words(run)?, Self::words(d.0)?, Self::words(d.1)?, Self::words(s.0)?, Self::words(s.1)?];
+        let gx = (run as u64).div_ceil(WG).min(1024);
+        self.dispatch_2d("row copy", &self.copy_rows, dst, Some(src), &params, (gx, rows as u64))
     }
 
     /// The strided-copy kernel; `c` is in words.

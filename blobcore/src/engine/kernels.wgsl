@@ -1,44 +1,72 @@
 // blobcore's GPU kernels. Every kernel sees blob memory as 32-bit words
 // (f32 and i32 elements are one word, f64 and i64 two), runs 256 threads
 // per workgroup and loops with a grid stride, so any element count works
-// with at most 65535 workgroups.
+// with at most 65535 workgroups per dimension.
 //
 // Bindings shared by all kernels:
 //   0: the destination (read-write), 1: the source (read-only),
-//   2: the parameters (u32 words, layout per kernel below).
+//   2: the parameters: a uniform block of up to 128 u32 words, read with
+//      p(i); the layout per kernel is given below.
 
 @group(0) @binding(0) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read> p: array<u32>;
+
+struct Params { w: array<vec4<u32>, 32> }
+@group(0) @binding(2) var<uniform> params: Params;
+
+fn p(i: u32) -> u32 {
+    return params.w[i / 4u][i % 4u];
+}
 
 const WG: u32 = 256u;
 
-// p = [op, n, dst_off, src_off, v0, v1]
-//   op 0: dst[i] = v0                      (fill, one word per element)
-//   op 1: dst[i] = i even ? v0 : v1        (fill, two words per element)
-//   op 2: dst[i] = f32(dst[i]) * f32(v0)   (scale)
-//   op 3: dst[i] = f32 dst[i] + src[i]     (add)
-//   op 4: dst[i] = f32 dst[i] - src[i]     (update)
-//   op 5: dst[i] = i32 dst[i] + src[i]     (add, wrapping)
-//   op 6: dst[i] = i32 dst[i] - src[i]     (update, wrapping)
+// The element-wise operation, fixed when the pipeline is created (one
+// pipeline per OP, so no thread switches on it):
+//   0: dst[i] = v0                      (fill, one word per element)
+//   1: dst[i] = i even ? v0 : v1        (fill, two words per element)
+//   2: dst[i] = f32(dst[i]) * f32(v0)   (scale)
+//   3: dst[i] = f32 dst[i] + src[i]     (add)
+//   4: dst[i] = f32 dst[i] - src[i]     (update)
+//   5: dst[i] = i32 dst[i] + src[i]     (add, wrapping)
+//   6: dst[i] = i32 dst[i] - src[i]     (update, wrapping)
+override OP: u32 = 0u;
+
+// p = [n, dst_off, src_off, v0, v1]
 @compute @workgroup_size(256)
 fn elementwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let op = p[0];
-    let n = p[1];
-    let d0 = p[2];
-    let s0 = p[3];
+    let n = p(0u);
+    let d0 = p(1u);
+    let s0 = p(2u);
+    let v0 = p(3u);
+    let v1 = p(4u);
     let stride = nwg.x * WG;
     for (var i = gid.x; i < n; i += stride) {
         let d = d0 + i;
-        switch op {
-            case 0u: { dst[d] = p[4]; }
-            case 1u: { dst[d] = select(p[4], p[5], (i & 1u) == 1u); }
-            case 2u: { dst[d] = bitcast<u32>(bitcast<f32>(dst[d]) * bitcast<f32>(p[4])); }
-            case 3u: { dst[d] = bitcast<u32>(bitcast<f32>(dst[d]) + bitcast<f32>(src[s0 + i])); }
-            case 4u: { dst[d] = bitcast<u32>(bitcast<f32>(dst[d]) - bitcast<f32>(src[s0 + i])); }
-            case 5u: { dst[d] = dst[d] + src[s0 + i]; }
-            case 6u: { dst[d] = dst[d] - src[s0 + i]; }
-            default: {}
+        if (OP == 0u) { dst[d] = v0; }
+        else if (OP == 1u) { dst[d] = select(v0, v1, (i & 1u) == 1u); }
+        else if (OP == 2u) { dst[d] = bitcast<u32>(bitcast<f32>(dst[d]) * bitcast<f32>(v0)); }
+        else if (OP == 3u) { dst[d] = bitcast<u32>(bitcast<f32>(dst[d]) + bitcast<f32>(src[s0 + i])); }
+        else if (OP == 4u) { dst[d] = bitcast<u32>(bitcast<f32>(dst[d]) - bitcast<f32>(src[s0 + i])); }
+        else if (OP == 5u) { dst[d] = dst[d] + src[s0 + i]; }
+        else { dst[d] = dst[d] - src[s0 + i]; }
+    }
+}
+
+// Rows of contiguous words: row r (y of the 2-D grid) copies `run` words
+// from src[src_off + r * src_row ..] to dst[dst_off + r * dst_row ..]; x
+// walks the run. No division per element: merges, splits and the copies
+// whose inner dim is contiguous on both sides are this kernel.
+// p = [rows, run, dst_off, dst_row, src_off, src_row]
+@compute @workgroup_size(256)
+fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = p(0u);
+    let run = p(1u);
+    let xs = nwg.x * WG;
+    for (var r = gid.y; r < rows; r += nwg.y) {
+        let d = p(2u) + r * p(3u);
+        let s = p(4u) + r * p(5u);
+        for (var i = gid.x; i < run; i += xs) {
+            dst[d + i] = src[s + i];
         }
     }
 }
@@ -47,22 +75,23 @@ fn elementwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
 // linear index unravelled innermost first),
 //   dst[dst_off + sum(idx * dst_strides)] = src[src_off + sum(idx * src_strides)].
 // p = [n, rank, dst_off, src_off, dims[rank], dst_strides[rank], src_strides[rank]]
-// Transposes, merges, splits and layout reorders are all this kernel.
+// Dims are fused on the host first; what still has no contiguous inner
+// run (transposes, reorders) is this kernel.
 @compute @workgroup_size(256)
 fn strided_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let n = p[0];
-    let rank = p[1];
+    let n = p(0u);
+    let rank = p(1u);
     let stride = nwg.x * WG;
     for (var i = gid.x; i < n; i += stride) {
         var rem = i;
-        var d = p[2];
-        var s = p[3];
+        var d = p(2u);
+        var s = p(3u);
         for (var k = rank; k > 0u; k -= 1u) {
-            let size = p[3u + k];
+            let size = p(3u + k);
             let idx = rem % size;
             rem = rem / size;
-            d += idx * p[3u + rank + k];
-            s += idx * p[3u + 2u * rank + k];
+            d += idx * p(3u + rank + k);
+            s += idx * p(3u + 2u * rank + k);
         }
         dst[d] = src[s];
     }
@@ -77,16 +106,16 @@ var<workgroup> partial: array<f32, 256>;
 @compute @workgroup_size(256)
 fn reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
           @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let op = p[0];
-    let n = p[1];
-    let s0 = p[2];
+    let op = p(0u);
+    let n = p(1u);
+    let s0 = p(2u);
     let stride = nwg.x * WG;
     var sum = 0.0;
     var c = 0.0;
     for (var i = gid.x; i < n; i += stride) {
         let w = src[s0 + i];
         var x: f32;
-        if (op < 2u) { x = bitcast<f32>(w); } else { x = f32(bitcast<i32>(w)); }
+        x = bitcast<f32>(w);
         var v: f32;
         if ((op & 1u) == 0u) { v = abs(x); } else { v = x * x; }
         let y = v - c;
@@ -135,9 +164,9 @@ fn square64(a: u32) -> vec2<u32> {
 @compute @workgroup_size(256)
 fn reduce_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
               @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let squares = p[0] == 3u;
-    let n = p[1];
-    let s0 = p[2];
+    let squares = p(0u) == 3u;
+    let n = p(1u);
+    let s0 = p(2u);
     let stride = nwg.x * WG;
     var acc = vec2<u32>(0u, 0u);
     for (var i = gid.x; i < n; i += stride) {

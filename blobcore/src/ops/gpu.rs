@@ -175,12 +175,47 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
             ds.push(1);
             ss.push(1);
         }
-        let words = Strided { dims, dst_off: p.dst_off * k, dst_strides: ds, src_off: p.src_off * k - shift, src_strides: ss };
-        g.strided_copy(&d.buffer, &buf, &words)?;
+        let words = fused(Strided { dims, dst_off: p.dst_off * k, dst_strides: ds, src_off: p.src_off * k - shift, src_strides: ss });
+        // Contiguous runs on both sides (merges, splits, plain copies)
+        // are row copies; the rest is the general strided kernel.
+        let r = words.dims.len();
+        if r <= 2 && words.dst_strides.last().is_none_or(|&x| x == 1) && words.src_strides.last().is_none_or(|&x| x == 1) {
+            let run = words.dims.last().copied().unwrap_or(1);
+            let (rows, drow, srow) = if r == 2 { (words.dims[0], words.dst_strides[0], words.src_strides[0]) } else { (1, 0, 0) };
+            g.copy_rows(&d.buffer, &buf, rows, run, (words.dst_off, drow), (words.src_off, srow))?;
+        } else {
+            g.strided_copy(&d.buffer, &buf, &words)?;
+        }
     }
     s.done()?;
     d.done()?;
     Ok(true)
+}
+
+/// The copy with size-1 dims dropped and adjacent dims fused where both
+/// sides are contiguous across them (fewer dims: fewer divisions per
+/// element, and contiguous runs the row kernel can take).
+fn fused(c: Strided) -> Strided {
+    let mut dims = Vec::with_capacity(c.dims.len());
+    let (mut ds, mut ss) = (Vec::with_capacity(c.dims.len()), Vec::with_capacity(c.dims.len()));
+    for i in 0..c.dims.len() {
+        if c.dims[i] == 1 {
+            continue;
+        }
+        if let (Some(_), Some(&d), Some(&s)) = (dims.last(), ds.last(), ss.last()) {
+            if d == c.dst_strides[i] * c.dims[i] && s == c.src_strides[i] * c.dims[i] {
+                let last = dims.len() - 1;
+                dims[last] *= c.dims[i];
+                ds[last] = c.dst_strides[i];
+                ss[last] = c.src_strides[i];
+                continue;
+            }
+        }
+        dims.push(c.dims[i]);
+        ds.push(c.dst_strides[i]);
+        ss.push(c.src_strides[i]);
+    }
+    Strided { dims, dst_off: c.dst_off, dst_strides: ds, src_off: c.src_off, src_strides: ss }
 }
 
 /// Several sources into one destination (merge) or one source into
