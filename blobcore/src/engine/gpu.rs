@@ -24,13 +24,16 @@ pub struct Gpu {
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     layout: wgpu::BindGroupLayout,
-    /// One element-wise pipeline per [`Elementwise`] op (indexed by it).
+    /// One element-wise pipeline per [`Elementwise`] op (indexed by it),
+    /// scalar and four words at a time.
     elementwise: Vec<wgpu::ComputePipeline>,
+    elementwise4: Vec<wgpu::ComputePipeline>,
+    reduce4: wgpu::ComputePipeline,
     copy_rows: wgpu::ComputePipeline,
     strided_copy: wgpu::ComputePipeline,
     reduce: wgpu::ComputePipeline,
     reduce_i32: wgpu::ComputePipeline,
-    /// A 4-byte buffer bound where a kernel has no source.
+    /// A 16-byte buffer bound where a kernel has no source (one vec4).
     dummy: wgpu::Buffer,
     /// The last error wgpu reported outside an error scope.
     uncaptured: Arc<Mutex<Option<String>>>,
@@ -171,11 +174,13 @@ impl Gpu {
         };
         let pipeline = |name: &str| specialised(name, &[]);
         let elementwise = (0..Elementwise::COUNT).map(|op| specialised("elementwise", &[("OP", op as f64)])).collect();
+        let elementwise4 = (0..Elementwise::COUNT).map(|op| specialised("elementwise4", &[("OP", op as f64)])).collect();
+        let reduce4 = pipeline("reduce4");
         let (copy_rows, strided_copy, reduce) = (pipeline("copy_rows"), pipeline("strided_copy"), pipeline("reduce"));
         let reduce_i32 = pipeline("reduce_i32");
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("blobcore dummy"),
-            size: 4,
+            size: 16,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
@@ -188,6 +193,8 @@ impl Gpu {
             info,
             layout,
             elementwise,
+            elementwise4,
+            reduce4,
             copy_rows,
             strided_copy,
             reduce,
@@ -282,7 +289,8 @@ impl Gpu {
 
     /// A zero-filled device buffer holding at least `len` bytes.
     pub(crate) fn alloc(&self, len: usize) -> Result<wgpu::Buffer> {
-        let size = (len as u64).div_ceil(4).max(1) * 4;
+        // Whole vec4s, so the four-word kernels can bind any buffer.
+        let size = (len as u64).div_ceil(16).max(1) * 16;
         if size > self.max_buffer {
             return Err(err!(
                 OutOfMemory,
@@ -394,16 +402,17 @@ impl Gpu {
     }
 
     fn dispatch(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: u64) -> Result<()> {
-        self.dispatch_2d(what, pipeline, dst, src, params, (groups, 1))
+        self.dispatch_3d(what, pipeline, dst, src, params, (groups, 1, 1))
     }
 
-    /// Dispatches `groups` (x, y) workgroups (each clamped to the grid
+    /// Dispatches `groups` (x, y, z) workgroups (each clamped to the grid
     /// limit: kernels loop over the rest) with `params` in a uniform block.
-    fn dispatch_2d(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: (u64, u64)) -> Result<()> {
+    fn dispatch_3d(&self, what: &str, pipeline: &wgpu::ComputePipeline, dst: &wgpu::Buffer, src: Option<&wgpu::Buffer>, params: &[u32], groups: (u64, u64, u64)) -> Result<()> {
         if params.len() > PARAM_WORDS {
             return Err(err!(Unsupported, "{what}: {} parameter words exceed the kernel's {PARAM_WORDS}", params.len()));
         }
-        let (gx, gy) = (groups.0.clamp(1, MAX_GROUPS) as u32, groups.1.clamp(1, MAX_GROUPS) as u32);
+        let clamp = |g: u64| g.clamp(1, MAX_GROUPS) as u32;
+        let (gx, gy, gz) = (clamp(groups.0), clamp(groups.1), clamp(groups.2));
         let mut block = [0u32; PARAM_WORDS];
         block[..params.len()].copy_from_slice(params);
         self.counters.kernels.fetch_add(1, Ordering::Relaxed);
@@ -427,7 +436,7 @@ impl Gpu {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(what), timestamp_writes: None });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(gx, gy, 1);
+                pass.dispatch_workgroups(gx, gy, gz);
             }
             self.queue.submit([enc.finish()]);
         })
@@ -450,33 +459,57 @@ impl Gpu {
         if n == 0 {
             return Ok(());
         }
-        let params = [Self::words(n)?, Self::words(dst_off)?, Self::words(src.map_or(0, |s| s.1))?, v[0], v[1]];
+        let src_off = src.map_or(0, |s| s.1);
+        // Four words per thread where the offsets are 16-byte aligned; the
+        // scalar kernel takes the tail.
+        if n >= 64 && dst_off % 4 == 0 && src_off % 4 == 0 {
+            let n4 = n / 4;
+            let params = [Self::words(n4)?, Self::words(dst_off / 4)?, Self::words(src_off / 4)?, v[0], v[1]];
+            self.dispatch("elementwise", &self.elementwise4[op as usize], dst, src.map(|s| s.0), &params, (n4 as u64).div_ceil(WG))?;
+            let done = n4 * 4;
+            return self.elementwise(op, dst, dst_off + done, src.map(|(b, o)| (b, o + done)), n - done, v);
+        }
+        let params = [Self::words(n)?, Self::words(dst_off)?, Self::words(src_off)?, v[0], v[1]];
         let pipeline = &self.elementwise[op as usize];
         self.dispatch("elementwise", pipeline, dst, src.map(|s| s.0), &params, (n as u64).div_ceil(WG))
     }
 
-    /// Copies `rows` runs of `run` words (offsets and row strides in
-    /// words): one device copy per run, batched in one submission, when
-    /// the runs are few and long; else the row kernel (2-D grid, no
-    /// division per element).
-    pub(crate) fn copy_rows(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, rows: usize, run: usize, d: (usize, usize), s: (usize, usize)) -> Result<()> {
-        if rows == 0 || run == 0 {
+    /// Copies `planes` x `rows` runs of `run` words (offsets, row and
+    /// plane strides in words: `d` and `s` are (offset, row, plane)): one
+    /// device copy per run, batched in one submission, when the runs are
+    /// few and long; else the row kernel (3-D grid, no division per
+    /// element).
+    pub(crate) fn copy_rows(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, planes: usize, rows: usize, run: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
+        if planes == 0 || rows == 0 || run == 0 {
             return Ok(());
         }
-        if dst != src && rows <= 64 && run >= 16 << 10 {
-            self.counters.kernels.fetch_add(rows as u64, Ordering::Relaxed);
+        if dst != src && planes * rows <= 64 && run >= 16 << 10 {
+            self.counters.kernels.fetch_add((planes * rows) as u64, Ordering::Relaxed);
             return self.scoped("copying runs on the device", || {
                 let mut enc = self.device.create_command_encoder(&Default::default());
-                for r in 0..rows {
-                    let (from, to) = ((s.0 + r * s.1) as u64 * 4, (d.0 + r * d.1) as u64 * 4);
-                    enc.copy_buffer_to_buffer(src, from, dst, to, run as u64 * 4);
+                for q in 0..planes {
+                    for r in 0..rows {
+                        let from = (s.0 + q * s.2 + r * s.1) as u64 * 4;
+                        let to = (d.0 + q * d.2 + r * d.1) as u64 * 4;
+                        enc.copy_buffer_to_buffer(src, from, dst, to, run as u64 * 4);
+                    }
                 }
                 self.queue.submit([enc.finish()]);
             });
         }
-        let params = [Self::words(rows)?, Self::words(run)?, Self::words(d.0)?, Self::words(d.1)?, Self::words(s.0)?, Self::words(s.1)?];
+        let params = [
+            Self::words(rows)?,
+            Self::words(run)?,
+            Self::words(d.0)?,
+            Self::words(d.1)?,
+            Self::words(s.0)?,
+            Self::words(s.1)?,
+            Self::words(planes)?,
+            Self::words(d.2)?,
+            Self::words(s.2)?,
+        ];
         let gx = (run as u64).div_ceil(WG).min(1024);
-        self.dispatch_2d("row copy", &self.copy_rows, dst, Some(src), &params, (gx, rows as u64))
+        self.dispatch_3d("row copy", &self.copy_rows, dst, Some(src), &params, (gx, rows as u64, planes as u64))
     }
 
     /// The strided-copy kernel; `c` is in words.
@@ -508,8 +541,13 @@ impl Gpu {
         let integer = matches!(op, Reduction::AsumI32 | Reduction::SumsqI32);
         let words = if integer { 2 } else { 1 } * groups as usize;
         let partials = self.alloc(words * 4)?;
-        let pipeline = if integer { &self.reduce_i32 } else { &self.reduce };
-        self.dispatch("reduce", pipeline, &partials, Some(src), &params, groups)?;
+        if !integer && n % 4 == 0 && src_off % 4 == 0 {
+            let params = [op as u32, Self::words(n / 4)?, Self::words(src_off / 4)?];
+            self.dispatch("reduce", &self.reduce4, &partials, Some(src), &params, groups)?;
+        } else {
+            let pipeline = if integer { &self.reduce_i32 } else { &self.reduce };
+            self.dispatch("reduce", pipeline, &partials, Some(src), &params, groups)?;
+        }
         let mut bytes = vec![0u8; words * 4];
         self.read_back(&partials, 0, &mut bytes)?;
         let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);

@@ -52,21 +52,53 @@ fn elementwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
     }
 }
 
-// Rows of contiguous words: row r (y of the 2-D grid) copies `run` words
-// from src[src_off + r * src_row ..] to dst[dst_off + r * dst_row ..]; x
-// walks the run. No division per element: merges, splits and the copies
+// The same blob memory seen as vec4 words, for the vector variants below
+// (an entry point uses either these or the scalar views, never both).
+@group(0) @binding(0) var<storage, read_write> dst4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> src4: array<vec4<u32>>;
+
+// `elementwise` four words at a time, for 16-byte aligned offsets (the
+// host runs the scalar kernel on the tail).
+// p = [n4, dst_off4, src_off4, v0, v1]
+@compute @workgroup_size(256)
+fn elementwise4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let n = p(0u);
+    let d0 = p(1u);
+    let s0 = p(2u);
+    let v0 = p(3u);
+    let v1 = p(4u);
+    let stride = nwg.x * WG;
+    for (var i = gid.x; i < n; i += stride) {
+        let d = d0 + i;
+        if (OP == 0u) { dst4[d] = vec4<u32>(v0); }
+        else if (OP == 1u) { dst4[d] = vec4<u32>(v0, v1, v0, v1); }
+        else if (OP == 2u) { dst4[d] = bitcast<vec4<u32>>(bitcast<vec4<f32>>(dst4[d]) * bitcast<f32>(v0)); }
+        else if (OP == 3u) { dst4[d] = bitcast<vec4<u32>>(bitcast<vec4<f32>>(dst4[d]) + bitcast<vec4<f32>>(src4[s0 + i])); }
+        else if (OP == 4u) { dst4[d] = bitcast<vec4<u32>>(bitcast<vec4<f32>>(dst4[d]) - bitcast<vec4<f32>>(src4[s0 + i])); }
+        else if (OP == 5u) { dst4[d] = dst4[d] + src4[s0 + i]; }
+        else { dst4[d] = dst4[d] - src4[s0 + i]; }
+    }
+}
+
+// Rows of contiguous words, in planes: row r (y of the grid) of plane q
+// (z) copies `run` words from src[src_off + q * src_plane + r * src_row ..]
+// to dst[dst_off + q * dst_plane + r * dst_row ..]; x walks the run. No
+// division per element: merges, splits, outer transposes and the copies
 // whose inner dim is contiguous on both sides are this kernel.
-// p = [rows, run, dst_off, dst_row, src_off, src_row]
+// p = [rows, run, dst_off, dst_row, src_off, src_row, planes, dst_plane, src_plane]
 @compute @workgroup_size(256)
 fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let rows = p(0u);
     let run = p(1u);
+    let planes = p(6u);
     let xs = nwg.x * WG;
-    for (var r = gid.y; r < rows; r += nwg.y) {
-        let d = p(2u) + r * p(3u);
-        let s = p(4u) + r * p(5u);
-        for (var i = gid.x; i < run; i += xs) {
-            dst[d + i] = src[s + i];
+    for (var q = gid.z; q < planes; q += nwg.z) {
+        for (var r = gid.y; r < rows; r += nwg.y) {
+            let d = p(2u) + q * p(7u) + r * p(3u);
+            let s = p(4u) + q * p(8u) + r * p(5u);
+            for (var i = gid.x; i < run; i += xs) {
+                dst[d + i] = src[s + i];
+            }
         }
     }
 }
@@ -193,5 +225,41 @@ fn reduce_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
     if (lid.x == 0u) {
         dst[2u * wid.x] = part_lo[0];
         dst[2u * wid.x + 1u] = part_hi[0];
+    }
+}
+
+// `reduce` for f32 reading four words at a time (16-byte aligned offset,
+// a multiple of 4 words): each thread's Kahan sum takes the four terms of
+// a vec4 at once.
+// p = [op, n4, src_off4]
+@compute @workgroup_size(256)
+fn reduce4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+           @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let op = p(0u);
+    let n = p(1u);
+    let s0 = p(2u);
+    let stride = nwg.x * WG;
+    var sum = 0.0;
+    var c = 0.0;
+    for (var i = gid.x; i < n; i += stride) {
+        let x = bitcast<vec4<f32>>(src4[s0 + i]);
+        var t4: vec4<f32>;
+        if ((op & 1u) == 0u) { t4 = abs(x); } else { t4 = x * x; }
+        let v = (t4.x + t4.y) + (t4.z + t4.w);
+        let y = v - c;
+        let t = sum + y;
+        c = (t - sum) - y;
+        sum = t;
+    }
+    partial[lid.x] = sum;
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half /= 2u) {
+        if (lid.x < half) {
+            partial[lid.x] += partial[lid.x + half];
+        }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u) {
+        dst[wid.x] = bitcast<u32>(partial[0]);
     }
 }

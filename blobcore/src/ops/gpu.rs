@@ -179,10 +179,16 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
         // Contiguous runs on both sides (merges, splits, plain copies)
         // are row copies; the rest is the general strided kernel.
         let r = words.dims.len();
-        if r <= 2 && words.dst_strides.last().is_none_or(|&x| x == 1) && words.src_strides.last().is_none_or(|&x| x == 1) {
-            let run = words.dims.last().copied().unwrap_or(1);
-            let (rows, drow, srow) = if r == 2 { (words.dims[0], words.dst_strides[0], words.src_strides[0]) } else { (1, 0, 0) };
-            g.copy_rows(&d.buffer, &buf, rows, run, (words.dst_off, drow), (words.src_off, srow))?;
+        let run = words.dims.last().copied().unwrap_or(1);
+        let inner = words.dst_strides.last().is_none_or(|&x| x == 1) && words.src_strides.last().is_none_or(|&x| x == 1);
+        // Runs shorter than a workgroup leave most of its threads idle in
+        // the row kernel: the strided kernel (flat index) does better.
+        if r <= 3 && inner && (run >= 256 || r <= 1) {
+            let at = |v: &[usize], k: usize| if r > k { v[r - 1 - k] } else { 0 };
+            let (rows, planes) = (if r >= 2 { words.dims[r - 2] } else { 1 }, if r == 3 { words.dims[0] } else { 1 });
+            let dd = (words.dst_off, at(&words.dst_strides, 1), at(&words.dst_strides, 2));
+            let ss = (words.src_off, at(&words.src_strides, 1), at(&words.src_strides, 2));
+            g.copy_rows(&d.buffer, &buf, planes, rows, run, dd, ss)?;
         } else {
             g.strided_copy(&d.buffer, &buf, &words)?;
         }
