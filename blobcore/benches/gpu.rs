@@ -38,7 +38,7 @@ fn run(e: &Engine, mib: usize) {
     let g = e.device().expect("a GPU engine");
     let bytes = mib << 20;
     if !g.fits(bytes) {
-        println!("{mib} MiB: skipped (larger than the largest buffer {} allows)", g.adapter_name());
+        println!("\n{mib} MiB: skipped (the largest buffer {} allows is {} MiB)", g.adapter_name(), g.max_buffer() >> 20);
         return;
     }
     let n = bytes / 4;

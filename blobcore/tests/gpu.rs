@@ -287,3 +287,36 @@ fn copies_across_engines_and_reorders() {
     assert_eq!(out.head(), Head::HeadAtGpu);
     assert_eq!(out.to_vec::<f32>().unwrap(), want);
 }
+
+#[test]
+fn row_copies_and_tiled_transposes_equal_the_host() {
+    let Some(g) = gpu() else { return };
+    let cpu = Engine::cpu();
+    let data = |n: usize| (0..n).map(|i| (i as f32) * 0.5 - 7.0).collect::<Vec<f32>>();
+    // Plain 2-D and batched transposes of sizes that are not tile multiples.
+    for (dims, axes) in [
+        (vec![37usize, 45], vec![1isize, 0]),
+        (vec![3, 40, 50], vec![0, 2, 1]),
+        (vec![33, 9, 64], vec![1, 0, 2]),  // outer transpose: row copies
+        (vec![64, 100, 256], vec![1, 0, 2]), // long aligned runs: four words per thread
+        (vec![2, 3, 5], vec![2, 1, 0]),     // small: the strided kernel
+    ] {
+        let n: usize = dims.iter().product();
+        let v = data(n);
+        let (gb, cb) = (Blob::from_slice(&g, &dims, &v).unwrap(), Blob::from_slice(&cpu, &dims, &v).unwrap());
+        let (gt, ct) = (gb.permuted(&axes).unwrap(), cb.permuted(&axes).unwrap());
+        assert_eq!(gt.dims(), ct.dims());
+        assert_eq!(gt.to_vec::<f32>().unwrap(), ct.to_vec::<f32>().unwrap(), "{dims:?} {axes:?}");
+    }
+    // A transpose into a window (offsets) and of i32.
+    let v: Vec<i32> = (0..2 * 40 * 48).collect();
+    let src = Blob::from_slice(&g, &[2, 40, 48], &v).unwrap();
+    let dst = Blob::tensor(&g, DType::I32, &[3, 48, 40]).unwrap();
+    let w = dst.window(2).unwrap();
+    w.set_parent_pos(1).unwrap();
+    w.permute_from(&src, &[0, 2, 1]).unwrap();
+    let want = Blob::from_slice(&cpu, &[2, 40, 48], &v).unwrap().permuted(&[0, 2, 1]).unwrap().to_vec::<i32>().unwrap();
+    let got = dst.to_vec::<i32>().unwrap();
+    assert_eq!(&got[48 * 40..], &want[..]);
+    assert!(got[..48 * 40].iter().all(|&x| x == 0));
+}

@@ -30,6 +30,8 @@ pub struct Gpu {
     elementwise4: Vec<wgpu::ComputePipeline>,
     reduce4: wgpu::ComputePipeline,
     copy_rows: wgpu::ComputePipeline,
+    copy_rows4: wgpu::ComputePipeline,
+    transpose_tiles: wgpu::ComputePipeline,
     strided_copy: wgpu::ComputePipeline,
     reduce: wgpu::ComputePipeline,
     reduce_i32: wgpu::ComputePipeline,
@@ -176,6 +178,7 @@ impl Gpu {
         let elementwise = (0..Elementwise::COUNT).map(|op| specialised("elementwise", &[("OP", op as f64)])).collect();
         let elementwise4 = (0..Elementwise::COUNT).map(|op| specialised("elementwise4", &[("OP", op as f64)])).collect();
         let reduce4 = pipeline("reduce4");
+        let (copy_rows4, transpose_tiles) = (pipeline("copy_rows4"), pipeline("transpose_tiles"));
         let (copy_rows, strided_copy, reduce) = (pipeline("copy_rows"), pipeline("strided_copy"), pipeline("reduce"));
         let reduce_i32 = pipeline("reduce_i32");
         let dummy = device.create_buffer(&wgpu::BufferDescriptor {
@@ -196,6 +199,8 @@ impl Gpu {
             elementwise4,
             reduce4,
             copy_rows,
+            copy_rows4,
+            transpose_tiles,
             strided_copy,
             reduce,
             reduce_i32,
@@ -279,6 +284,11 @@ impl Gpu {
             return Err(device_err(&format!("{what} on {}", self.info.name), e));
         }
         Ok(r)
+    }
+
+    /// The largest buffer (in bytes) one blob's device copy may take.
+    pub fn max_buffer(&self) -> u64 {
+        self.max_buffer
     }
 
     /// True when one device buffer can hold `len` bytes; bigger blobs on
@@ -508,8 +518,40 @@ impl Gpu {
             Self::words(d.2)?,
             Self::words(s.2)?,
         ];
+        let aligned = [run, d.0, d.1, d.2, s.0, s.1, s.2].iter().all(|&x| x % 4 == 0);
+        if aligned {
+            // Four words per thread.
+            let mut p4 = params;
+            for i in [1, 2, 3, 4, 5, 7, 8] {
+                p4[i] /= 4;
+            }
+            let gx = (run as u64 / 4).div_ceil(WG).min(1024);
+            return self.dispatch_3d("row copy", &self.copy_rows4, dst, Some(src), &p4, (gx, rows as u64, planes as u64));
+        }
         let gx = (run as u64).div_ceil(WG).min(1024);
         self.dispatch_3d("row copy", &self.copy_rows, dst, Some(src), &params, (gx, rows as u64, planes as u64))
+    }
+
+    /// A tiled 2-D transpose of words through workgroup memory, batched
+    /// over `planes`: `dst[d.0 + q*d.2 + c*d.1 + r] = src[s.0 + q*s.2 +
+    /// r*s.1 + c]` for r < rows, c < cols (source rows and columns).
+    pub(crate) fn transpose(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, planes: usize, rows: usize, cols: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
+        if planes == 0 || rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let params = [
+            Self::words(rows)?,
+            Self::words(cols)?,
+            Self::words(d.0)?,
+            Self::words(d.1)?,
+            Self::words(s.0)?,
+            Self::words(s.1)?,
+            Self::words(planes)?,
+            Self::words(d.2)?,
+            Self::words(s.2)?,
+        ];
+        let tiles = (rows as u64).div_ceil(32) * (cols as u64).div_ceil(32);
+        self.dispatch_3d("tiled transpose", &self.transpose_tiles, dst, Some(src), &params, (tiles, 1, planes as u64))
     }
 
     /// The strided-copy kernel; `c` is in words.

@@ -103,6 +103,66 @@ fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
 }
 
+// `copy_rows` four words at a time: every offset, stride and the run are
+// multiples of 4 words (given here in vec4s).
+@compute @workgroup_size(256)
+fn copy_rows4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = p(0u);
+    let run = p(1u);
+    let planes = p(6u);
+    let xs = nwg.x * WG;
+    for (var q = gid.z; q < planes; q += nwg.z) {
+        for (var r = gid.y; r < rows; r += nwg.y) {
+            let d = p(2u) + q * p(7u) + r * p(3u);
+            let s = p(4u) + q * p(8u) + r * p(5u);
+            for (var i = gid.x; i < run; i += xs) {
+                dst4[d + i] = src4[s + i];
+            }
+        }
+    }
+}
+
+// A 2-D transpose through workgroup memory, in 32 x 32 tiles of words:
+// dst[d0 + j * dst_row + i] = src[s0 + i * src_row + j] for i < cols, j < rows
+// (the source's rows become the destination's columns), batched over
+// planes (z). Reads and writes both walk rows, as the host engine's tiles do.
+// p = [rows, cols, dst_off, dst_row, src_off, src_row, planes, dst_plane, src_plane]
+var<workgroup> tile: array<u32, 1056>;
+
+@compute @workgroup_size(32, 8)
+fn transpose_tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+                   @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = p(0u);
+    let cols = p(1u);
+    let planes = p(6u);
+    let tiles_x = (cols + 31u) / 32u;
+    let tiles_y = (rows + 31u) / 32u;
+    for (var q = wid.z; q < planes; q += nwg.z) {
+        for (var t = wid.x + wid.y * nwg.x; t < tiles_x * tiles_y; t += nwg.x * nwg.y) {
+            let tx = (t % tiles_x) * 32u;
+            let ty = (t / tiles_x) * 32u;
+            // Read: source row ty + k, columns tx + lid.x.
+            for (var k = lid.y; k < 32u; k += 8u) {
+                let r = ty + k;
+                let c = tx + lid.x;
+                if (r < rows && c < cols) {
+                    tile[k * 33u + lid.x] = src[p(4u) + q * p(8u) + r * p(5u) + c];
+                }
+            }
+            workgroupBarrier();
+            // Write: destination row tx + k (a source column), columns ty + lid.x.
+            for (var k = lid.y; k < 32u; k += 8u) {
+                let c = tx + k;
+                let r = ty + lid.x;
+                if (r < rows && c < cols) {
+                    dst[p(2u) + q * p(7u) + c * p(3u) + r] = tile[lid.x * 33u + k];
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+}
+
 // A strided N-d copy of words: for every index of `dims` (row-major, the
 // linear index unravelled innermost first),
 //   dst[dst_off + sum(idx * dst_strides)] = src[src_off + sum(idx * src_strides)].

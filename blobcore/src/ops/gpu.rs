@@ -189,6 +189,8 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
             let dd = (words.dst_off, at(&words.dst_strides, 1), at(&words.dst_strides, 2));
             let ss = (words.src_off, at(&words.src_strides, 1), at(&words.src_strides, 2));
             g.copy_rows(&d.buffer, &buf, planes, rows, run, dd, ss)?;
+        } else if let Some((planes, rows, cols, dd, ss)) = transpose_shape(&words) {
+            g.transpose(&d.buffer, &buf, planes, rows, cols, dd, ss)?;
         } else {
             g.strided_copy(&d.buffer, &buf, &words)?;
         }
@@ -222,6 +224,26 @@ fn fused(c: Strided) -> Strided {
         ss.push(c.src_strides[i]);
     }
     Strided { dims, dst_off: c.dst_off, dst_strides: ds, src_off: c.src_off, src_strides: ss }
+}
+
+/// A (batched) 2-D transpose: the last two dims swap contiguity (the
+/// destination's inner dim is contiguous, the source's is the one before)
+/// and the grid is big enough for tiles to pay. Returns (planes, source
+/// rows, source columns, destination (offset, row, plane), source
+/// (offset, row, plane)) for the tiled kernel.
+#[allow(clippy::type_complexity)]
+fn transpose_shape(c: &Strided) -> Option<(usize, usize, usize, (usize, usize, usize), (usize, usize, usize))> {
+    let r = c.dims.len();
+    if !(2..=3).contains(&r) {
+        return None;
+    }
+    let (a, b) = (r - 2, r - 1);
+    if c.dst_strides[b] != 1 || c.src_strides[a] != 1 || c.dims[a] < 8 || c.dims[b] < 8 {
+        return None;
+    }
+    let (planes, dp, sp) = if r == 3 { (c.dims[0], c.dst_strides[0], c.src_strides[0]) } else { (1, 0, 0) };
+    // Source rows run along dst's inner dim b; source columns along a.
+    Some((planes, c.dims[b], c.dims[a], (c.dst_off, c.dst_strides[a], dp), (c.src_off, c.src_strides[b], sp)))
 }
 
 /// Several sources into one destination (merge) or one source into
