@@ -525,11 +525,20 @@ impl Gpu {
             for i in [1, 2, 3, 4, 5, 7, 8] {
                 p4[i] /= 4;
             }
-            let gx = (run as u64 / 4).div_ceil(WG).min(1024);
-            return self.dispatch_3d("row copy", &self.copy_rows4, dst, Some(src), &p4, (gx, rows as u64, planes as u64));
+            return self.dispatch_3d("row copy", &self.copy_rows4, dst, Some(src), &p4, Self::row_groups(run / 4, rows, planes));
         }
-        let gx = (run as u64).div_ceil(WG).min(1024);
-        self.dispatch_3d("row copy", &self.copy_rows, dst, Some(src), &params, (gx, rows as u64, planes as u64))
+        self.dispatch_3d("row copy", &self.copy_rows, dst, Some(src), &params, Self::row_groups(run, rows, planes))
+    }
+
+    /// The grid of the row kernels: long runs spread over x; runs shorter
+    /// than a workgroup pack WG / run rows into each workgroup.
+    fn row_groups(run: usize, rows: usize, planes: usize) -> (u64, u64, u64) {
+        let wg = WG as usize;
+        if run < wg {
+            (1, rows.div_ceil(wg / run) as u64, planes as u64)
+        } else {
+            ((run as u64).div_ceil(WG).min(1024), rows as u64, planes as u64)
+        }
     }
 
     /// A tiled 2-D transpose of words through workgroup memory, batched

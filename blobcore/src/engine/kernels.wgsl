@@ -87,16 +87,24 @@ fn elementwise4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 // whose inner dim is contiguous on both sides are this kernel.
 // p = [rows, run, dst_off, dst_row, src_off, src_row, planes, dst_plane, src_plane]
 @compute @workgroup_size(256)
-fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+      @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let rows = p(0u);
     let run = p(1u);
     let planes = p(6u);
-    let xs = nwg.x * WG;
-    for (var q = gid.z; q < planes; q += nwg.z) {
-        for (var r = gid.y; r < rows; r += nwg.y) {
+    // Runs shorter than a workgroup: each workgroup takes `per` rows at a
+    // time, thread lid.x on element lid.x % run of row lid.x / run (one
+    // division per thread, none per element).
+    let per = max(1u, WG / run);
+    let sub = select(0u, lid.x / run, run < WG);
+    let i0 = select(gid.x, lid.x % run, run < WG);
+    let xs = select(nwg.x * WG, WG, run < WG);
+    for (var q = wid.z; q < planes; q += nwg.z) {
+        if (run < WG && sub >= per) { continue; }
+        for (var r = wid.y * per + sub; r < rows; r += nwg.y * per) {
             let d = p(2u) + q * p(7u) + r * p(3u);
             let s = p(4u) + q * p(8u) + r * p(5u);
-            for (var i = gid.x; i < run; i += xs) {
+            for (var i = i0; i < run; i += xs) {
                 dst[d + i] = src[s + i];
             }
         }
@@ -106,16 +114,24 @@ fn copy_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
 // `copy_rows` four words at a time: every offset, stride and the run are
 // multiples of 4 words (given here in vec4s).
 @compute @workgroup_size(256)
-fn copy_rows4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn copy_rows4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+      @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let rows = p(0u);
     let run = p(1u);
     let planes = p(6u);
-    let xs = nwg.x * WG;
-    for (var q = gid.z; q < planes; q += nwg.z) {
-        for (var r = gid.y; r < rows; r += nwg.y) {
+    // Runs shorter than a workgroup: each workgroup takes `per` rows at a
+    // time, thread lid.x on element lid.x % run of row lid.x / run (one
+    // division per thread, none per element).
+    let per = max(1u, WG / run);
+    let sub = select(0u, lid.x / run, run < WG);
+    let i0 = select(gid.x, lid.x % run, run < WG);
+    let xs = select(nwg.x * WG, WG, run < WG);
+    for (var q = wid.z; q < planes; q += nwg.z) {
+        if (run < WG && sub >= per) { continue; }
+        for (var r = wid.y * per + sub; r < rows; r += nwg.y * per) {
             let d = p(2u) + q * p(7u) + r * p(3u);
             let s = p(4u) + q * p(8u) + r * p(5u);
-            for (var i = gid.x; i < run; i += xs) {
+            for (var i = i0; i < run; i += xs) {
                 dst4[d + i] = src4[s + i];
             }
         }

@@ -181,9 +181,7 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
         let r = words.dims.len();
         let run = words.dims.last().copied().unwrap_or(1);
         let inner = words.dst_strides.last().is_none_or(|&x| x == 1) && words.src_strides.last().is_none_or(|&x| x == 1);
-        // Runs shorter than a workgroup leave most of its threads idle in
-        // the row kernel: the strided kernel (flat index) does better.
-        if r <= 3 && inner && (run >= 256 || r <= 1) {
+        if r <= 3 && inner {
             let at = |v: &[usize], k: usize| if r > k { v[r - 1 - k] } else { 0 };
             let (rows, planes) = (if r >= 2 { words.dims[r - 2] } else { 1 }, if r == 3 { words.dims[0] } else { 1 });
             let dd = (words.dst_off, at(&words.dst_strides, 1), at(&words.dst_strides, 2));
