@@ -42,6 +42,9 @@ pub struct Gpu {
     max_buffer: u64,
     /// Transfer and kernel counters (see [`crate::engine::EngineStats`]).
     counters: Counters,
+    /// The command encoder an operation records its kernels and copies
+    /// into (see [`Gpu::batch`]), with the thread recording.
+    recording: Mutex<Option<(std::thread::ThreadId, wgpu::CommandEncoder)>>,
 }
 
 /// Monotonic counters of blob data moved and device work queued.
@@ -208,6 +211,7 @@ impl Gpu {
             uncaptured,
             max_buffer: limits.max_buffer_size.min(limits.max_storage_buffer_binding_size),
             counters: Counters::default(),
+            recording: Mutex::new(None),
         })
     }
 
@@ -243,6 +247,7 @@ impl Gpu {
 
     /// Waits until every queued kernel and copy has finished.
     pub(crate) fn wait(&self) -> Result<()> {
+        self.flush_mine("submitting recorded kernels")?;
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
@@ -264,6 +269,60 @@ impl Gpu {
         times.remove(0); // warm-up
         times.sort_by(f64::total_cmp);
         Ok(times[times.len() / 2])
+    }
+
+    /// Runs `f` with this thread's kernels and device copies recorded into
+    /// one command encoder, submitted once at the end (one submission per
+    /// operation instead of one per dispatch). Nested or concurrent calls
+    /// simply run `f` (their commands then submit on their own); anything
+    /// that moves data to or from the host submits the recording first.
+    pub(crate) fn batch<R>(&self, what: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        {
+            let mut r = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            if r.is_some() {
+                drop(r);
+                return f();
+            }
+            *r = Some((std::thread::current().id(), self.device.create_command_encoder(&Default::default())));
+        }
+        let out = f();
+        let flushed = self.flush_mine(what);
+        let out = out?;
+        flushed?;
+        Ok(out)
+    }
+
+    /// Submits this thread's recording, if any.
+    fn flush_mine(&self, what: &str) -> Result<()> {
+        let enc = {
+            let mut r = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            match r.as_ref() {
+                Some((t, _)) if *t == std::thread::current().id() => r.take().map(|(_, e)| e),
+                _ => None,
+            }
+        };
+        match enc {
+            Some(enc) => self.scoped(what, || {
+                self.queue.submit([enc.finish()]);
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `record` on this thread's recording encoder when it has one,
+    /// else on a new encoder submitted at once.
+    fn encode(&self, record: impl FnOnce(&mut wgpu::CommandEncoder)) {
+        let mut r = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((t, enc)) = r.as_mut() {
+            if *t == std::thread::current().id() {
+                record(enc);
+                return;
+            }
+        }
+        drop(r);
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        record(&mut enc);
+        self.queue.submit([enc.finish()]);
     }
 
     /// Runs `f` inside an error scope; a wgpu error becomes `Error::Device`
@@ -322,6 +381,8 @@ impl Gpu {
     /// Copies host bytes into the buffer at byte `at` (a multiple of 4;
     /// a last partial word is padded with zeros).
     pub(crate) fn upload(&self, buf: &wgpu::Buffer, at: usize, bytes: &[u8]) -> Result<()> {
+        // Queue writes run before the next submission: recorded kernels go first.
+        self.flush_mine("submitting recorded kernels")?;
         self.counters.uploads.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_uploaded.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let whole = bytes.len() / 4 * 4;
@@ -356,6 +417,7 @@ impl Gpu {
         if out.is_empty() {
             return Ok(());
         }
+        self.flush_mine("submitting recorded kernels")?;
         let lo = start as u64 / 4 * 4;
         let hi = ((start + out.len()) as u64).div_ceil(4) * 4;
         let staging = self.scoped("allocating a staging buffer", || {
@@ -397,9 +459,7 @@ impl Gpu {
         }
         self.counters.kernels.fetch_add(1, Ordering::Relaxed);
         self.scoped("copying on the device", || {
-            let mut enc = self.device.create_command_encoder(&Default::default());
-            enc.copy_buffer_to_buffer(src, src_off as u64, dst, dst_off as u64, len as u64);
-            self.queue.submit([enc.finish()]);
+            self.encode(|enc| enc.copy_buffer_to_buffer(src, src_off as u64, dst, dst_off as u64, len as u64));
         })
     }
 
@@ -441,14 +501,12 @@ impl Gpu {
                     wgpu::BindGroupEntry { binding: 2, resource: params.as_entire_binding() },
                 ],
             });
-            let mut enc = self.device.create_command_encoder(&Default::default());
-            {
+            self.encode(|enc| {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(what), timestamp_writes: None });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
                 pass.dispatch_workgroups(gx, gy, gz);
-            }
-            self.queue.submit([enc.finish()]);
+            });
         })
     }
 
@@ -496,15 +554,15 @@ impl Gpu {
         if dst != src && planes * rows <= 64 && run >= 16 << 10 {
             self.counters.kernels.fetch_add((planes * rows) as u64, Ordering::Relaxed);
             return self.scoped("copying runs on the device", || {
-                let mut enc = self.device.create_command_encoder(&Default::default());
-                for q in 0..planes {
-                    for r in 0..rows {
-                        let from = (s.0 + q * s.2 + r * s.1) as u64 * 4;
-                        let to = (d.0 + q * d.2 + r * d.1) as u64 * 4;
-                        enc.copy_buffer_to_buffer(src, from, dst, to, run as u64 * 4);
+                self.encode(|enc| {
+                    for q in 0..planes {
+                        for r in 0..rows {
+                            let from = (s.0 + q * s.2 + r * s.1) as u64 * 4;
+                            let to = (d.0 + q * d.2 + r * d.1) as u64 * 4;
+                            enc.copy_buffer_to_buffer(src, from, dst, to, run as u64 * 4);
+                        }
                     }
-                }
-                self.queue.submit([enc.finish()]);
+                });
             });
         }
         let params = [

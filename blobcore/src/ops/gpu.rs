@@ -95,7 +95,7 @@ pub(crate) fn fill(g: &Gpu, region: Region, value: Option<f64>) -> Result<bool> 
         },
     };
     let Some(d) = Side::new(g, region, true)? else { return Ok(false) };
-    g.elementwise(op, &d.buffer, d.off, None, d.words, v)?;
+    g.batch("fill", || g.elementwise(op, &d.buffer, d.off, None, d.words, v))?;
     d.done()?;
     Ok(true)
 }
@@ -106,7 +106,7 @@ pub(crate) fn scale(g: &Gpu, region: Region, factor: f64) -> Result<bool> {
         return Ok(false);
     }
     let Some(d) = Side::new(g, region, true)? else { return Ok(false) };
-    g.elementwise(Elementwise::ScaleF32, &d.buffer, d.off, None, d.words, [(factor as f32).to_bits(), 0])?;
+    g.batch("scale", || g.elementwise(Elementwise::ScaleF32, &d.buffer, d.off, None, d.words, [(factor as f32).to_bits(), 0]))?;
     d.done()?;
     Ok(true)
 }
@@ -126,13 +126,17 @@ pub(crate) fn binary(g: &Gpu, dst: Region, src: Region, subtract: bool) -> Resul
         // x += x: one exclusive borrow covers both roles.
         drop(s);
         let Some(d) = Side::new(g, dst, true)? else { return Ok(false) };
-        let (buf, off) = (g.temp_copy(&d.buffer, d.off, d.words)?, 0);
-        g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])?;
+        g.batch("add", || {
+            let (buf, off) = (g.temp_copy(&d.buffer, d.off, d.words)?, 0);
+            g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])
+        })?;
         return d.done().map(|_| true);
     }
     let Some(d) = Side::new(g, dst, true)? else { return Ok(false) };
-    let (buf, off) = source(g, &d, &s)?;
-    g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])?;
+    g.batch("add", || {
+        let (buf, off) = source(g, &d, &s)?;
+        g.elementwise(op, &d.buffer, d.off, Some((&buf, off)), d.words, [0, 0])
+    })?;
     s.done()?;
     d.done()?;
     Ok(true)
@@ -162,10 +166,18 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
     let Some(k) = words_per(dst.dtype) else { return Ok(false) };
     let Some(s) = Side::new(g, src, false)? else { return Ok(false) };
     let Some(d) = Side::new(g, dst, true)? else { return Ok(false) };
+    // One submission for the whole copy.
+    g.batch("copy", || copy_parts(g, &d, &s, parts, k))?;
+    s.done()?;
+    d.done()?;
+    Ok(true)
+}
+
+fn copy_parts(g: &Gpu, d: &Side, s: &Side, parts: &[Strided], k: usize) -> Result<()> {
     // Offsets in `parts` are relative to the storage; a temporary copy of
     // the source starts at the source region's first word.
-    let (buf, _) = source(g, &d, &s)?;
-    let shift = if d.same_buffer(&s) { s.off } else { 0 };
+    let (buf, _) = source(g, d, s)?;
+    let shift = if d.same_buffer(s) { s.off } else { 0 };
     for p in parts {
         let mut dims = p.dims.clone();
         let mut ds: Vec<usize> = p.dst_strides.iter().map(|x| x * k).collect();
@@ -193,9 +205,7 @@ pub(crate) fn copies(g: &Gpu, dst: Region, src: Region, parts: &[Strided]) -> Re
             g.strided_copy(&d.buffer, &buf, &words)?;
         }
     }
-    s.done()?;
-    d.done()?;
-    Ok(true)
+    Ok(())
 }
 
 /// The copy with size-1 dims dropped and adjacent dims fused where both
