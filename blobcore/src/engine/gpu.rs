@@ -565,17 +565,7 @@ impl Gpu {
                 });
             });
         }
-        let params = [
-            Self::words(rows)?,
-            Self::words(run)?,
-            Self::words(d.0)?,
-            Self::words(d.1)?,
-            Self::words(s.0)?,
-            Self::words(s.1)?,
-            Self::words(planes)?,
-            Self::words(d.2)?,
-            Self::words(s.2)?,
-        ];
+        let params = Self::grid_params(planes, rows, run, d, s)?;
         let aligned = [run, d.0, d.1, d.2, s.0, s.1, s.2].iter().all(|&x| x % 4 == 0);
         if aligned {
             // Four words per thread.
@@ -586,6 +576,17 @@ impl Gpu {
             return self.dispatch_3d("row copy", &self.copy_rows4, dst, Some(src), &p4, Self::row_groups(run / 4, rows, planes));
         }
         self.dispatch_3d("row copy", &self.copy_rows, dst, Some(src), &params, Self::row_groups(run, rows, planes))
+    }
+
+    /// The parameters of the row and tile kernels: [rows, run or columns,
+    /// dst offset, dst row, src offset, src row, planes, dst plane, src
+    /// plane], in words.
+    fn grid_params(planes: usize, rows: usize, run: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<[u32; 9]> {
+        let mut out = [0u32; 9];
+        for (o, v) in out.iter_mut().zip([rows, run, d.0, d.1, s.0, s.1, planes, d.2, s.2]) {
+            *o = Self::words(v)?;
+        }
+        Ok(out)
     }
 
     /// The grid of the row kernels: long runs spread over x; runs shorter
@@ -606,17 +607,7 @@ impl Gpu {
         if planes == 0 || rows == 0 || cols == 0 {
             return Ok(());
         }
-        let params = [
-            Self::words(rows)?,
-            Self::words(cols)?,
-            Self::words(d.0)?,
-            Self::words(d.1)?,
-            Self::words(s.0)?,
-            Self::words(s.1)?,
-            Self::words(planes)?,
-            Self::words(d.2)?,
-            Self::words(s.2)?,
-        ];
+        let params = Self::grid_params(planes, rows, cols, d, s)?;
         let tiles = (rows as u64).div_ceil(32) * (cols as u64).div_ceil(32);
         self.dispatch_3d("tiled transpose", &self.transpose_tiles, dst, Some(src), &params, (tiles, 1, planes as u64))
     }
