@@ -597,6 +597,18 @@ int32_t blob_to_neoml_bytes(const struct Blob *b, uint8_t **out, size_t *len);
 // float16, either byte order; Fortran order is converted to row-major).
 int32_t blob_load_npy(const struct BlobEngine *e, const char *path, struct Blob **out);
 
+// `numpy.load(path, mmap_mode=mode)`: a .npy file whose data the blob
+// shares through a memory map (O(1); nothing is read until touched).
+// `mode` is "r" (read-only: the blob is read-only), "r+" (shared: writes
+// go to the file) or "c" (copy-on-write: writes stay private). The map
+// lives while any blob, view or export uses it; growing the blob is
+// `BLOB_ERR_BUSY`. Fortran-order and other-endian files are converted
+// into fresh memory (not mapped).
+int32_t blob_load_npy_mapped(const struct BlobEngine *e,
+                             const char *path,
+                             const char *mode,
+                             struct Blob **out_blob);
+
 // Saves a blob as a C-order .npy file that `numpy.load` reads (bfloat16
 // is `BLOB_ERR_DTYPE`: NumPy has no such dtype).
 int32_t blob_save_npy(const struct Blob *b, const char *path);

@@ -492,9 +492,25 @@ impl Blob {
         }
         // SAFETY: forwarded from this function's contract.
         let storage = unsafe { Storage::external_on(ptr, byte_len, release, engine.gpu_device().cloned(), read_only) };
+        Ok(Blob::on_storage(engine, dtype, shape, storage, byte_len))
+    }
+
+    /// A blob over bytes of a memory-mapped file (see [`crate::mapped`]):
+    /// as [`Blob::wrap_lent`], but the memory can never be reallocated
+    /// (growing is `Busy`).
+    ///
+    /// # Safety
+    /// As [`Blob::wrap_lent`]; the caller has checked size and alignment.
+    pub(crate) unsafe fn wrap_file(engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, release: ReleaseFn, read_only: bool) -> Blob {
+        // SAFETY: forwarded from this function's contract.
+        let storage = unsafe { Storage::file_on(ptr, byte_len, Some(release), engine.gpu_device().cloned(), read_only) };
+        Blob::on_storage(engine, dtype, shape, storage, byte_len)
+    }
+
+    fn on_storage(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, byte_len: usize) -> Blob {
         let capacity = byte_len / dtype.size();
         let state = State { shape, storage, offset: 0, capacity, view: None, desc: None };
-        Ok(Blob::from_parts(engine, dtype, state, false))
+        Blob::from_parts(engine, dtype, state, false)
     }
 
     // ---------------------------------------------------------------- internals
@@ -527,6 +543,9 @@ impl Blob {
     /// Why reallocating (or replacing) this blob's memory would break
     /// something that shares it, if anything does.
     fn busy_reason(&self, st: &State) -> Option<String> {
+        if st.storage.is_file_backed() {
+            return Some("the blob lives on a memory-mapped file, whose bytes cannot be reallocated; copy() it first".to_string());
+        }
         let held = mutex(&self.inner.buffers).len();
         if held > 0 {
             return Some(format!("{held} buffer(s) are held; release them first"));

@@ -494,9 +494,11 @@ mod tests {
         m.dl_tensor.dtype.bits = 24;
         assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 5);
         m.dl_tensor.dtype.bits = 32;
-        shape[0] = -1;
+        // SAFETY: the tensor's shape points at `shape`, alive here.
+        unsafe { *m.dl_tensor.shape = -1 };
         assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 4);
-        shape[0] = 4;
+        // SAFETY: as above.
+        unsafe { *m.dl_tensor.shape = 4 };
         assert_eq!(DELETED.load(Ordering::SeqCst), before); // nothing taken
         let b = unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap();
         assert!(!b.is_writable());

@@ -49,6 +49,7 @@ pub mod index;
 pub mod raw;
 pub mod io;
 pub mod layout;
+pub mod mapped;
 pub mod ops;
 pub mod shape;
 pub mod storage;

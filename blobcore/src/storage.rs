@@ -131,6 +131,9 @@ pub struct Storage {
     state: Mutex<State>,
     /// The GPU of the engine that owns this storage, if any.
     gpu: Option<Arc<Gpu>>,
+    /// The memory is part of a memory-mapped file ([`crate::mapped`]): it
+    /// cannot be replaced by a reallocation.
+    file_backed: bool,
 }
 
 // SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
@@ -157,7 +160,7 @@ impl Storage {
 
     /// A lazy storage that also keeps a device copy on `gpu`.
     pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu })
+        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false })
     }
 
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
@@ -179,7 +182,20 @@ impl Storage {
     /// With `read_only`, `ptr` need only be valid for reads: every write
     /// path ([`Storage::check_writable`]) refuses.
     pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu })
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: false })
+    }
+
+    /// [`Storage::external_on`] for bytes of a memory-mapped file.
+    ///
+    /// # Safety
+    /// As [`Storage::external_on`].
+    pub(crate) unsafe fn file_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: true })
+    }
+
+    /// True when the memory is part of a memory-mapped file.
+    pub fn is_file_backed(&self) -> bool {
+        self.file_backed
     }
 
     /// False for memory lent read-only (NumPy's `writeable` flag).

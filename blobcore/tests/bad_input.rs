@@ -165,6 +165,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.get_buffer(0, 1, true).map(|_| ());
         UNSUPPORTED, "contiguous span", |f| f.a.permuted_view(&[1, 0])?.export_range(0, 1).map(|_| ());
         OUT_OF_RANGE, "exceeds", |f| f.blocked.export_range(64, 1).map(|_| ());
+        // Memory-mapped files.
+        INVALID_ARGUMENT, "mmap_mode", |f| blobcore::mapped::MapMode::from_name("w");
+        IO, "nonexistent", |f| Blob::load_npy_mapped(&f.e, "/nonexistent/x.npy", blobcore::mapped::MapMode::ReadOnly);
         // DLPack.
         INVALID_ARGUMENT, "other than READ_ONLY", |f| f.a.to_dlpack(4).map(|_| ());
         UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack(0).map(|_| ());

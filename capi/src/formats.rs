@@ -211,6 +211,25 @@ pub extern "C" fn blob_load_npy(e: *const BlobEngine, path: *const c_char, out: 
     load(e, path, out, |e, p| blobcore::Blob::load_npy(e, p))
 }
 
+/// `numpy.load(path, mmap_mode=mode)`: a .npy file whose data the blob
+/// shares through a memory map (O(1); nothing is read until touched).
+/// `mode` is "r" (read-only: the blob is read-only), "r+" (shared: writes
+/// go to the file) or "c" (copy-on-write: writes stay private). The map
+/// lives while any blob, view or export uses it; growing the blob is
+/// `BLOB_ERR_BUSY`. Fortran-order and other-endian files are converted
+/// into fresh memory (not mapped).
+#[no_mangle]
+pub extern "C" fn blob_load_npy_mapped(e: *const BlobEngine, path: *const c_char, mode: *const c_char, out_blob: *mut *mut Blob) -> i32 {
+    ffi!({
+        let o = out(out_blob, "out")?;
+        let engine = handles::engine(e)?;
+        let mode = blobcore::mapped::MapMode::from_name(crate::status::text(mode, "mode")?)?;
+        let b = blobcore::Blob::load_npy_mapped(&engine, crate::status::path(path)?, mode)?;
+        put(o, handles::issue_blob(b));
+        Ok(())
+    })
+}
+
 /// Saves a blob as a C-order .npy file that `numpy.load` reads (bfloat16
 /// is `BLOB_ERR_DTYPE`: NumPy has no such dtype).
 #[no_mangle]

@@ -88,10 +88,22 @@ pub fn from_neoml_bytes(data: &Bound<'_, PyAny>, engine: Option<PyRef<'_, PyEngi
 
 /// Loads a NumPy ``.npy`` file (float32, int32, float64, int64, uint8,
 /// int8, float16; either byte order; Fortran order is made row-major).
+/// ``mmap_mode`` as ``numpy.load``: None reads into fresh memory; "r"
+/// maps the file read-only (the blob is read-only), "r+" maps it shared
+/// (writes go to the file), "c" copy-on-write (writes stay private). A
+/// map costs O(1) and lives while any blob, view or export uses it;
+/// Fortran-order and other-endian files are converted, so not mapped.
 #[pyfunction]
-#[pyo3(signature = (path, engine=None))]
-pub fn load_npy(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
-    load(py, path, engine, |e, p| Blob::load_npy(e, p))
+#[pyo3(signature = (path, engine=None, mmap_mode=None))]
+pub fn load_npy(py: Python<'_>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>, mmap_mode: Option<&str>) -> PyResult<PyBlob> {
+    match mmap_mode {
+        None => load(py, path, engine, |e, p| Blob::load_npy(e, p)),
+        Some(m) => {
+            let mode = crate::errors::core(blobcore::mapped::MapMode::from_name(m))?;
+            let e = engine_of(engine)?;
+            run(py, false, move || Blob::load_npy_mapped(&e, &path, mode)).map(PyBlob::new)
+        }
+    }
 }
 
 /// Decodes a ``.npy`` file held in memory.

@@ -114,6 +114,10 @@ ROWS = [
     (lambda f: f.a.copy_from(f.v), bc.ShapeError, "dims differ"),
     (lambda f: f.a.copy_from(f.b, reshape=True), bc.DTypeError, "dtypes differ"),
     (lambda f: f.a.copy_from([1, 2, 3, 4, 5, 6], copy_diff=True), TypeError, "blob source"),
+    # memory-mapped .npy
+    (lambda f: bc.load_npy("x.npy", mmap_mode="w"), bc.InvalidArgumentError, "mmap_mode"),
+    (lambda f: bc.load_npy("/nonexistent/x.npy", mmap_mode="r"), bc.IoError, "nonexistent"),
+    (lambda f: bc.load_npy("x.npy", mmap_mode=1), TypeError, ""),
     # engine counters
     (lambda f: bc.Engine.cpu().stats(1), TypeError, ""),
     (lambda f: bc.Engine.cpu().reset_stats(None), TypeError, ""),

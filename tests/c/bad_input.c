@@ -278,6 +278,12 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_blocking(fake, 2, room, NULL, NULL, NULL, &n, NULL));
         CHECK(room[0] == -7 && n == 99 && out == sentinel && lay == -1);
     }
+    /* Memory-mapped .npy. */
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "mmap_mode", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", "w", &out));
+    BAD(BLOB_ERR_IO, "nonexistent", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", "r", &out));
+    BAD(BLOB_ERR_NULL_POINTER, "mode", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", NULL, &out));
+    BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", "r", NULL));
+    CHECK(out == sentinel);
     /* Engine counters. */
     {
         BlobEngineStats st;

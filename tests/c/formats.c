@@ -158,6 +158,25 @@ int main(int argc, char **argv) {
     CHECK(blob_load_npy(NULL, proto, NULL) == BLOB_ERR_NULL_POINTER);
     CHECK(blob_save_npy(mean, join(7, scratch, "no/such/dir/x.npy")) == BLOB_ERR_IO);
 
+    /* .npy memory-mapped: shared writes reach the file; read-only maps refuse writes. */
+    {
+        static const float four[4] = {1, 2, 3, 4};
+        float back4[4] = {0};
+        const int64_t d4[1] = {4};
+        Blob *v4 = NULL, *m = NULL, *r = NULL;
+        bool w = true;
+        CHECK(blob_create_tensor(NULL, BLOB_F32, d4, 1, &v4) == BLOB_OK && blob_copy_from_host(v4, four, sizeof four) == BLOB_OK);
+        CHECK(blob_save_npy(v4, join(6, scratch, "mapped.npy")) == BLOB_OK);
+        CHECK(blob_load_npy_mapped(NULL, paths[6], "r+", &m) == BLOB_OK);
+        CHECK(blob_fill(m, 8.0) == BLOB_OK);
+        blob_free(m);
+        CHECK(blob_load_npy_mapped(NULL, paths[6], "r", &r) == BLOB_OK);
+        CHECK(blob_is_writable(r, &w) == BLOB_OK && !w && blob_fill(r, 0.0) == BLOB_ERR_READ_ONLY);
+        CHECK(blob_copy_to_host(r, back4, sizeof back4) == BLOB_OK && back4[3] == 8.0f);
+        blob_free(r);
+        blob_free(v4);
+    }
+
     /* NeoML's two archive forms: SerializeBlob's (isNull byte first) and
      * CDnnBlob::Serialize's (what neoml.Blob.store writes: FF D0 07 00 00). */
     {

@@ -98,6 +98,11 @@ impl<'a> Cursor<'a> {
         Cursor { bytes, pos: 0, format }
     }
 
+    /// Bytes read so far.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Bytes not read yet.
     pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.pos

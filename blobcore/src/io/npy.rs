@@ -276,6 +276,13 @@ pub fn header(bytes: &[u8]) -> Result<Header> {
     read_header(&mut Cursor::new(bytes, FORMAT))
 }
 
+/// Where the data of the `.npy` file in `bytes` begins (after the header).
+pub fn data_offset(bytes: &[u8]) -> Result<usize> {
+    let mut c = Cursor::new(bytes, FORMAT);
+    read_header(&mut c)?;
+    Ok(c.position())
+}
+
 /// Encodes a blob as a C-order `.npy` file (version 1.0, or 2.0 when the
 /// header needs more than 64 KiB).
 pub fn encode(blob: &Blob, w: &mut dyn Write) -> Result<()> {

@@ -1,0 +1,210 @@
+//! File-backed storage: blobs that live on a memory map of a file.
+//!
+//! [`FileMap::open`] maps a whole file in O(1) (no resident memory until
+//! pages are touched) in one of NumPy's `mmap_mode`s: read-only (`"r"`:
+//! the blobs are read-only, writes are `ReadOnly` errors), read-write
+//! (`"r+"`: `MAP_SHARED`, writes go to the file) or copy-on-write (`"c"`:
+//! `MAP_PRIVATE`, writes stay private to this process). [`FileMap::blob`]
+//! makes a blob over a byte range of it; the map stays alive while any
+//! blob, view, export or DLPack tensor uses it, and a mapped blob's memory
+//! cannot be reallocated (growing it is `Busy`). Bytes at an offset that
+//! is not a multiple of the element size are copied into fresh memory
+//! instead (a map cannot be viewed misaligned).
+//!
+//! If the file is truncated or replaced underneath a map, the operating
+//! system decides: pages beyond a truncation raise SIGBUS on access
+//! (as with NumPy's memmap); replacing the file by a rename keeps the old
+//! contents mapped. Keep mapped files unchanged while blobs use them.
+
+use crate::blob::Blob;
+use crate::dtype::DType;
+use crate::engine::Engine;
+use crate::error::{err, Result};
+use crate::shape::Shape;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// How a file is mapped (NumPy's `mmap_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapMode {
+    /// `"r"`: read-only; blobs are read-only.
+    ReadOnly,
+    /// `"r+"`: shared; writes go to the file.
+    ReadWrite,
+    /// `"c"`: copy-on-write; writes stay private.
+    CopyOnWrite,
+}
+
+impl MapMode {
+    /// The mode NumPy names `"r"`, `"r+"` or `"c"` (InvalidArgument otherwise).
+    pub fn from_name(name: &str) -> Result<MapMode> {
+        match name {
+            "r" => Ok(MapMode::ReadOnly),
+            "r+" => Ok(MapMode::ReadWrite),
+            "c" => Ok(MapMode::CopyOnWrite),
+            other => Err(err!(InvalidArgument, "mmap_mode {other:?} is not \"r\", \"r+\" or \"c\"")),
+        }
+    }
+}
+
+enum Map {
+    ReadOnly(memmap2::Mmap),
+    Writable(memmap2::MmapMut),
+    Empty,
+}
+
+/// A memory-mapped file that blobs can live on.
+pub struct FileMap {
+    map: Map,
+    mode: MapMode,
+}
+
+// SAFETY: the map is plain memory owned by this object; blobs over it go
+// through the storages' borrow tables like any other memory.
+unsafe impl Send for FileMap {}
+// SAFETY: as Send.
+unsafe impl Sync for FileMap {}
+
+impl FileMap {
+    /// Maps the whole file at `path` in `mode` (an empty file maps to no
+    /// memory). O(1): nothing is read until touched.
+    pub fn open(path: impl AsRef<Path>, mode: MapMode) -> Result<Arc<FileMap>> {
+        let path = path.as_ref();
+        let io = |e: std::io::Error| err!(Io, "{}: {e}", path.display());
+        let file = std::fs::OpenOptions::new().read(true).write(mode == MapMode::ReadWrite).open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len == 0 {
+            return Ok(Arc::new(FileMap { map: Map::Empty, mode }));
+        }
+        // SAFETY: mapping a file is unsafe because another process may
+        // change it underneath; that is the documented contract of this
+        // module (keep mapped files unchanged while blobs use them).
+        let map = unsafe {
+            match mode {
+                MapMode::ReadOnly => Map::ReadOnly(memmap2::Mmap::map(&file).map_err(io)?),
+                MapMode::ReadWrite => Map::Writable(memmap2::MmapMut::map_mut(&file).map_err(io)?),
+                MapMode::CopyOnWrite => Map::Writable(memmap2::MmapOptions::new().map_copy(&file).map_err(io)?),
+            }
+        };
+        Ok(Arc::new(FileMap { map, mode }))
+    }
+
+    /// The mode the file was mapped in.
+    pub fn mode(&self) -> MapMode {
+        self.mode
+    }
+
+    /// The mapped bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.map {
+            Map::ReadOnly(m) => m,
+            Map::Writable(m) => m,
+            Map::Empty => &[],
+        }
+    }
+
+    /// A blob of `dtype` and `shape` over bytes `[offset, offset + size)`
+    /// of the map, sharing them (read-only in mode `"r"`). The range must
+    /// lie inside the file (Format error otherwise). An offset that is not
+    /// a multiple of the element size gives a copy in fresh memory.
+    pub fn blob(self: &Arc<Self>, engine: &Engine, dtype: DType, shape: Shape, offset: usize) -> Result<Blob> {
+        let need = shape.byte_size(dtype)?;
+        let bytes = self.bytes();
+        let end = offset.checked_add(need).filter(|&e| e <= bytes.len()).ok_or_else(|| {
+            err!(Format, "mapped file: {need} bytes at offset {offset} run past its end ({} bytes)", bytes.len())
+        })?;
+        let data = &bytes[offset..end];
+        if need == 0 || (data.as_ptr() as usize) % dtype.size() != 0 {
+            let b = Blob::new(engine, dtype, shape)?;
+            b.copy_from_bytes(data)?;
+            return Ok(b);
+        }
+        let ptr = NonNull::new(data.as_ptr() as *mut u8).ok_or_else(|| err!(Internal, "mapped file: NULL map"))?;
+        let keep = Arc::clone(self);
+        let release: crate::ReleaseFn = Box::new(move || drop(keep));
+        // SAFETY: the range lies inside the map (checked), is aligned for
+        // the dtype (checked), and the map lives until `release` runs after
+        // the blob's last user; it is written only in the writable modes.
+        Ok(unsafe { Blob::wrap_file(engine, dtype, shape, ptr, need, release, self.mode == MapMode::ReadOnly) })
+    }
+}
+
+impl Blob {
+    /// `numpy.load(path, mmap_mode=...)`: a `.npy` file whose data the
+    /// blob shares through a memory map (O(1), nothing read until
+    /// touched). Fortran-order files and data in the other byte order
+    /// cannot be viewed as a row-major blob: they are read and converted
+    /// into fresh memory instead, as without a map.
+    pub fn load_npy_mapped(engine: &Engine, path: impl AsRef<Path>, mode: MapMode) -> Result<Blob> {
+        let map = FileMap::open(path.as_ref(), mode)?;
+        let bytes = map.bytes();
+        let h = crate::io::npy::header(bytes)?;
+        let foreign_order = h.big_endian != cfg!(target_endian = "big") && h.dtype.size() > 1;
+        if (h.fortran_order && h.shape.len() > 1) || foreign_order {
+            return Blob::from_npy_bytes(engine, bytes);
+        }
+        let data_at = crate::io::npy::data_offset(bytes)?;
+        let dims: Vec<i64> = h.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
+        let shape = crate::io::file_shape("NumPy .npy", &dims)?;
+        let need = shape.byte_size(h.dtype)?;
+        if data_at.checked_add(need) != Some(bytes.len()) {
+            return Err(err!(
+                Format,
+                "NumPy .npy: the header promises {need} data bytes but the file holds {}",
+                bytes.len().saturating_sub(data_at)
+            ));
+        }
+        map.blob(engine, h.dtype, shape, data_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("blobcore-mapped-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn the_three_modes_and_lifetimes() {
+        let e = Engine::cpu();
+        let p = tmp("modes.npy");
+        Blob::from_slice(&e, &[2, 3], &[0f32, 1., 2., 3., 4., 5.]).unwrap().save_npy(&p).unwrap();
+        let r = Blob::load_npy_mapped(&e, &p, MapMode::ReadOnly).unwrap();
+        assert!(!r.is_writable());
+        assert_eq!(r.fill(1.0).unwrap_err().code(), 15);
+        assert_eq!(r.reshape(&[100]).unwrap_err().code(), 15);
+        let c = Blob::load_npy_mapped(&e, &p, MapMode::CopyOnWrite).unwrap();
+        c.fill(7.0).unwrap();
+        assert_eq!(Blob::load_npy(&e, &p).unwrap().to_vec::<f32>().unwrap()[0], 0.0); // private
+        assert_eq!(c.reshape(&[100]).unwrap_err().code(), 8); // never reallocated
+        let w = Blob::load_npy_mapped(&e, &p, MapMode::ReadWrite).unwrap();
+        w.fill(9.0).unwrap();
+        let view = w.window(1).unwrap();
+        drop((w, r, c));
+        assert_eq!(view.to_vec::<f32>().unwrap(), [9.0; 3]); // the map outlives the blob
+        assert_eq!(Blob::load_npy(&e, &p).unwrap().to_vec::<f32>().unwrap(), [9.0; 6]); // in the file
+        drop(view);
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn bad_maps_are_errors() {
+        let e = Engine::cpu();
+        assert_eq!(MapMode::from_name("w").unwrap_err().code(), 3);
+        assert_eq!(Blob::load_npy_mapped(&e, tmp("missing.npy"), MapMode::ReadOnly).unwrap_err().code(), 11);
+        let p = tmp("short.npy");
+        let mut bytes = Blob::from_slice(&e, &[4], &[1f32; 4]).unwrap().to_npy_bytes().unwrap();
+        bytes.truncate(bytes.len() - 2);
+        std::fs::write(&p, &bytes).unwrap();
+        assert_eq!(Blob::load_npy_mapped(&e, &p, MapMode::ReadOnly).unwrap_err().code(), 12);
+        let m = FileMap::open(&p, MapMode::ReadOnly).unwrap();
+        assert_eq!(m.blob(&e, DType::F32, Shape::new(&[1000]).unwrap(), 0).unwrap_err().code(), 12);
+        // A misaligned offset copies.
+        let b = m.blob(&e, DType::F32, Shape::new(&[2]).unwrap(), 1).unwrap();
+        assert!(b.is_writable());
+        std::fs::remove_file(&p).unwrap();
+    }
+}
