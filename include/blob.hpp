@@ -91,6 +91,13 @@ public:
         check(blob_engine_is_gpu(h_, &g));
         return g;
     }
+    /// Transfer and kernel counters (all zero for the CPU engine).
+    BlobEngineStats stats() const {
+        BlobEngineStats st{};
+        check(blob_engine_stats(h_, &st));
+        return st;
+    }
+    void reset_stats() const { check(blob_engine_reset_stats(h_)); }
     /// Makes this engine the one a NULL engine means.
     void set_default() const { check(blob_set_default_engine(h_)); }
     ::BlobEngine *get() const noexcept { return h_; }
@@ -300,6 +307,10 @@ public:
     }
     static Blob load_npy(const std::string &path, const Engine *e = nullptr) {
         return make([&](::Blob **o) { return blob_load_npy(eng(e), path.c_str(), o); });
+    }
+    /// numpy.load(path, mmap_mode): "r" (read-only), "r+" (shared), "c" (copy-on-write).
+    static Blob load_npy_mapped(const std::string &path, const std::string &mode, const Engine *e = nullptr) {
+        return make([&](::Blob **o) { return blob_load_npy_mapped(eng(e), path.c_str(), mode.c_str(), o); });
     }
     static Blob from_caffe_bytes(const std::vector<uint8_t> &bytes, const Engine *e = nullptr) {
         return make([&](::Blob **o) { return blob_from_caffe_bytes(eng(e), bytes.data(), bytes.size(), o); });

@@ -37,6 +37,8 @@ int main(int argc, char **argv) {
     try {
         auto cpu = blob::Engine::cpu();
         CHECK(!cpu.is_gpu());
+        cpu.reset_stats();
+        CHECK(cpu.stats().uploads == 0 && cpu.stats().kernels == 0);
         CHECK(!blob::version().empty());
         CHECK(blob::layout_by_dims(4) == BLOB_LAYOUT_NCHW);
 
@@ -155,6 +157,11 @@ int main(int argc, char **argv) {
         f.save_neoml(dir + "/wrapper.neoml", BLOB_NEOML_SERIALIZE);
         CHECK(blob::Blob::load_caffe(dir + "/wrapper.binaryproto").asum() == 3.0);
         CHECK(blob::Blob::load_npy(dir + "/wrapper.npy").asum() == 3.0);
+        {
+            auto mapped = blob::Blob::load_npy_mapped(dir + "/wrapper.npy", "r");
+            CHECK(!mapped.is_writable() && mapped.asum() == 3.0);
+            CHECK(status_of([&] { blob::Blob::load_npy_mapped(dir + "/wrapper.npy", "w"); }) == BLOB_ERR_INVALID_ARGUMENT);
+        }
         CHECK(blob::Blob::load_neoml(dir + "/wrapper.neoml").rank() == 7);
         CHECK(blob::Blob::from_caffe_bytes(f.to_caffe_bytes()).asum() == 3.0);
         CHECK(blob::Blob::from_npy_bytes(f.to_npy_bytes()).asum() == 3.0);
