@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 pub mod blob;
+pub mod blob_map;
 pub mod buffer;
 pub mod dtype;
 pub mod engine;
@@ -56,6 +57,7 @@ pub mod storage;
 pub mod view;
 
 pub use blob::Blob;
+pub use blob_map::{BlobMap, Entry};
 pub use buffer::{ReadGuard, WriteGuard};
 pub use dtype::{DType, Element};
 pub use engine::{Engine, EngineKind, EngineStats};

@@ -107,7 +107,8 @@ impl FileMap {
     /// A blob of `dtype` and `shape` over bytes `[offset, offset + size)`
     /// of the map, sharing them (read-only in mode `"r"`). The range must
     /// lie inside the file (Format error otherwise). An offset that is not
-    /// a multiple of the element size gives a copy in fresh memory.
+    /// a multiple of the element size gives a copy in fresh memory (itself
+    /// read-only in mode `"r"`, so every blob of a read-only map is).
     pub fn blob(self: &Arc<Self>, engine: &Engine, dtype: DType, shape: Shape, offset: usize) -> Result<Blob> {
         let need = shape.byte_size(dtype)?;
         let bytes = self.bytes();
@@ -116,6 +117,9 @@ impl FileMap {
         })?;
         let data = &bytes[offset..end];
         if need == 0 || (data.as_ptr() as usize) % dtype.size() != 0 {
+            if self.mode == MapMode::ReadOnly {
+                return read_only_copy(engine, dtype, shape, data);
+            }
             let b = Blob::new(engine, dtype, shape)?;
             b.copy_from_bytes(data)?;
             return Ok(b);
@@ -128,6 +132,44 @@ impl FileMap {
         // the blob's last user; it is written only in the writable modes.
         Ok(unsafe { Blob::wrap_file(engine, dtype, shape, ptr, need, release, self.mode == MapMode::ReadOnly) })
     }
+
+    /// Drops the pages of bytes `[offset, offset + len)` from this
+    /// process's resident memory (`MADV_DONTNEED`) after a one-pass reader
+    /// has copied them out; they stay in the page cache and read back from
+    /// the file if touched again. Only for read-only maps (no effect
+    /// otherwise, where the pages may hold writes).
+    pub fn release_pages(&self, offset: usize, len: usize) {
+        if let Map::ReadOnly(m) = &self.map {
+            let len = len.min(m.len().saturating_sub(offset));
+            // SAFETY: on a read-only shared file map, DONTNEED only unmaps
+            // the pages; any later read faults them back in from the file
+            // with the same contents, so no reference into the map sees a
+            // change. Failure is harmless (the pages stay resident).
+            #[cfg(unix)]
+            let _ = unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
+        }
+    }
+}
+
+/// A read-only blob holding a copy of `data` (misaligned bytes of a
+/// read-only map), in fresh 8-byte-aligned memory.
+fn read_only_copy(engine: &Engine, dtype: DType, shape: Shape, data: &[u8]) -> Result<Blob> {
+    let words = data.len().div_ceil(8);
+    let mut v: Vec<u64> = Vec::new();
+    v.try_reserve_exact(words)
+        .map_err(|_| err!(OutOfMemory, "cannot allocate {} bytes for a copy of a mapped tensor", data.len()))?;
+    v.resize(words, 0);
+    // SAFETY: v holds words * 8 >= data.len() initialised bytes; u64 has
+    // no invalid bit patterns as bytes.
+    let dst = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), data.len()) };
+    dst.copy_from_slice(data);
+    let ptr = NonNull::new(v.as_mut_ptr().cast::<u8>()).ok_or_else(|| err!(Internal, "NULL vector"))?;
+    let release: crate::ReleaseFn = Box::new(move || drop(v));
+    // SAFETY: ptr is the vector's heap buffer (dangling but aligned when
+    // empty, where no byte is read), 8-aligned (enough for any dtype),
+    // data.len() == shape's byte size bytes long (the caller checked), and
+    // it lives until `release` drops the vector after the blob's last user.
+    Ok(unsafe { Blob::wrap_file(engine, dtype, shape, ptr, data.len(), release, true) })
 }
 
 impl Blob {
@@ -202,9 +244,13 @@ mod tests {
         assert_eq!(Blob::load_npy_mapped(&e, &p, MapMode::ReadOnly).unwrap_err().code(), 12);
         let m = FileMap::open(&p, MapMode::ReadOnly).unwrap();
         assert_eq!(m.blob(&e, DType::F32, Shape::new(&[1000]).unwrap(), 0).unwrap_err().code(), 12);
-        // A misaligned offset copies.
+        // A misaligned offset copies: read-only in mode "r", writable in "c".
         let b = m.blob(&e, DType::F32, Shape::new(&[2]).unwrap(), 1).unwrap();
-        assert!(b.is_writable());
+        assert!(!b.is_writable());
+        assert_eq!(b.to_vec::<f32>().unwrap().len(), 2);
+        assert_eq!(b.reshape(&[4]).unwrap_err().code(), 15);
+        let c = FileMap::open(&p, MapMode::CopyOnWrite).unwrap();
+        assert!(c.blob(&e, DType::F32, Shape::new(&[2]).unwrap(), 1).unwrap().is_writable());
         std::fs::remove_file(&p).unwrap();
     }
 }

@@ -1,5 +1,6 @@
-//! File formats: Caffe `BlobProto` ([`caffe`]), NeoML blob archives
-//! ([`neoml`]) and NumPy `.npy` ([`npy`]).
+//! File formats: Caffe `BlobProto` ([`caffe`]) and `.caffemodel` weights
+//! ([`caffemodel`]), NeoML blob archives ([`neoml`]), NumPy `.npy`
+//! ([`npy`]) and safetensors ([`safetensors`]).
 //!
 //! Every decoder treats its input as hostile: a size field is checked
 //! against the bytes actually present before anything is allocated, so a
@@ -11,8 +12,10 @@
 //! it into place, so a failed save leaves an existing file untouched.
 
 pub mod caffe;
+pub mod caffemodel;
 pub mod neoml;
 pub mod npy;
+pub mod safetensors;
 
 use crate::error::{err, Error, Result};
 use crate::shape::Shape;

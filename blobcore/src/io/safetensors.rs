@@ -1,0 +1,360 @@
+//! safetensors files (Hugging Face): an 8-byte little-endian header
+//! length, a JSON header naming each tensor's dtype, shape and byte range,
+//! then the tensors' bytes, row-major and little-endian. The header and the
+//! layout rules come from the maintained `safetensors` crate (its
+//! `Metadata` validates that the byte ranges tile the data exactly, and its
+//! writer lays tensors out aligned); this module maps them to blobs.
+//!
+//! Loading gives a [`BlobMap`] in file order (by byte offset). With a map
+//! ([`BlobMap::load_safetensors`] with `mmap`), opening costs O(1): the
+//! blobs are read-only views of the file's pages, touched only when read;
+//! without, each tensor is read straight into a fresh writable blob. A
+//! dtype blobcore lacks (`BOOL`, `U16`, `F8_E4M3`, ...) is a DType error
+//! naming the tensor, raised before any blob is made.
+//!
+//! Saving writes each entry's single blob, with the metadata as
+//! `__metadata__`; the crate orders tensors by alignment, then name.
+
+use crate::blob::Blob;
+use crate::blob_map::BlobMap;
+use crate::dtype::DType;
+use crate::engine::Engine;
+use crate::error::{err, Error, Result};
+use crate::io::file_shape;
+use crate::mapped::{FileMap, MapMode};
+use crate::shape::Shape;
+use ::safetensors::tensor::{Dtype, Metadata, View};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+const FORMAT: &str = "safetensors";
+/// The largest header the `safetensors` crate accepts (100 MB).
+const MAX_HEADER: u64 = 100_000_000;
+
+/// The blobcore dtype of a safetensors dtype, or a DType error naming the tensor.
+fn dtype_of(name: &str, d: Dtype) -> Result<DType> {
+    Ok(match d {
+        Dtype::F32 => DType::F32,
+        Dtype::I32 => DType::I32,
+        Dtype::F64 => DType::F64,
+        Dtype::I64 => DType::I64,
+        Dtype::U8 => DType::U8,
+        Dtype::I8 => DType::I8,
+        Dtype::F16 => DType::F16,
+        Dtype::BF16 => DType::BF16,
+        other => {
+            return Err(err!(
+                DType,
+                "{FORMAT}: tensor {name:?} has dtype {other}, which blobcore does not have \
+                 (it has F32, I32, F64, I64, U8, I8, F16 and BF16)"
+            ))
+        }
+    })
+}
+
+/// The safetensors dtype of a blobcore dtype (every one has one).
+fn st_dtype(d: DType) -> Dtype {
+    match d {
+        DType::F32 => Dtype::F32,
+        DType::I32 => Dtype::I32,
+        DType::F64 => Dtype::F64,
+        DType::I64 => Dtype::I64,
+        DType::U8 => Dtype::U8,
+        DType::I8 => Dtype::I8,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
+    }
+}
+
+/// One tensor of a parsed header: name, dtype, shape, and its byte range
+/// from the start of the file.
+struct Tensor {
+    name: String,
+    dtype: DType,
+    shape: Shape,
+    start: usize,
+    len: usize,
+}
+
+/// A parsed, validated header.
+struct Header {
+    tensors: Vec<Tensor>,
+    metadata: Vec<(String, String)>,
+}
+
+/// The header length field of a file of `file_len` bytes, checked against
+/// the file before anything is allocated.
+fn header_len(first: [u8; 8], file_len: u64) -> Result<usize> {
+    let n = u64::from_le_bytes(first);
+    if n > MAX_HEADER {
+        return Err(err!(Format, "{FORMAT}: the header claims {n} bytes (the limit is {MAX_HEADER})"));
+    }
+    if n > file_len - 8 {
+        return Err(err!(Format, "{FORMAT}: the header claims {n} bytes but the file holds {} after the length", file_len - 8));
+    }
+    usize::try_from(n).map_err(|_| err!(Format, "{FORMAT}: header of {n} bytes"))
+}
+
+/// Parses and validates the JSON header of a file of `file_len` bytes.
+fn parse(json: &[u8], file_len: u64) -> Result<Header> {
+    let bad = |e: &dyn std::fmt::Display| err!(Format, "{FORMAT}: bad header: {e}");
+    let meta: Metadata = serde_json::from_slice(json).map_err(|e| bad(&e))?;
+    let data_start = 8 + json.len();
+    if (data_start as u64).checked_add(meta.data_len() as u64) != Some(file_len) {
+        return Err(err!(
+            Format,
+            "{FORMAT}: the header describes {} data bytes but the file holds {}",
+            meta.data_len(),
+            file_len - data_start as u64
+        ));
+    }
+    let mut tensors = Vec::new();
+    for name in meta.offset_keys() {
+        let info = meta.info(&name).ok_or_else(|| err!(Internal, "{FORMAT}: {name:?} vanished from its header"))?;
+        let dtype = dtype_of(&name, info.dtype)?;
+        let dims: Vec<i64> = info.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
+        let shape = file_shape(FORMAT, &dims).map_err(|e| err!(Format, "tensor {name:?}: {}", e.message()))?;
+        let (s, e) = info.data_offsets;
+        tensors.push(Tensor { name, dtype, shape, start: data_start + s, len: e - s });
+    }
+    let mut metadata: Vec<(String, String)> = meta.metadata().clone().unwrap_or_default().into_iter().collect();
+    metadata.sort();
+    Ok(Header { tensors, metadata })
+}
+
+/// Parses the header at the start of `bytes`, a whole file.
+fn parse_bytes(bytes: &[u8]) -> Result<Header> {
+    let first: [u8; 8] = bytes
+        .get(..8)
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| err!(Format, "{FORMAT}: {} bytes is too short for the header length", bytes.len()))?;
+    let n = header_len(first, bytes.len() as u64)?;
+    parse(&bytes[8..8 + n], bytes.len() as u64)
+}
+
+fn new_map(h: &Header) -> BlobMap {
+    let mut m = BlobMap::new();
+    for (k, v) in &h.metadata {
+        m.set_metadata(k, v);
+    }
+    m
+}
+
+/// A blob being written: the bytes of a dense blob, held by a read guard.
+struct Out {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    bytes: crate::blob::HostRef,
+}
+
+impl View for &Out {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self.bytes.bytes())
+    }
+    fn data_len(&self) -> usize {
+        self.bytes.bytes().len()
+    }
+}
+
+fn st_error(e: ::safetensors::SafeTensorError) -> Error {
+    match e {
+        ::safetensors::SafeTensorError::IoError(e) => err!(Io, "{FORMAT}: {e}"),
+        other => err!(InvalidArgument, "{FORMAT}: {other}"),
+    }
+}
+
+impl BlobMap {
+    /// Loads a safetensors file. With `mmap` the file is memory-mapped
+    /// read-only in O(1) and the blobs are read-only views of it (a
+    /// tensor at an offset misaligned for its dtype is copied, still
+    /// read-only); without, every tensor is read into a fresh writable
+    /// blob. Entries are in file order; the header's `__metadata__` is the
+    /// map's metadata (sorted by key).
+    pub fn load_safetensors(engine: &Engine, path: impl AsRef<Path>, mmap: bool) -> Result<BlobMap> {
+        let path = path.as_ref();
+        if mmap {
+            let map = FileMap::open(path, MapMode::ReadOnly)?;
+            let h = parse_bytes(map.bytes()).map_err(|e| in_file(e, path))?;
+            let mut m = new_map(&h);
+            for t in h.tensors {
+                let b = map.blob(engine, t.dtype, t.shape, t.start)?;
+                m.insert(t.name, b);
+            }
+            return Ok(m);
+        }
+        let io = |e: std::io::Error| err!(Io, "{}: {e}", path.display());
+        let file = std::fs::File::open(path).map_err(io)?;
+        let file_len = file.metadata().map_err(io)?.len();
+        let mut r = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut first = [0u8; 8];
+        if file_len < 8 {
+            return Err(in_file(err!(Format, "{FORMAT}: {file_len} bytes is too short for the header length"), path));
+        }
+        r.read_exact(&mut first).map_err(io)?;
+        let n = header_len(first, file_len).map_err(|e| in_file(e, path))?;
+        let mut json = vec![0u8; n];
+        r.read_exact(&mut json).map_err(io)?;
+        let h = parse(&json, file_len).map_err(|e| in_file(e, path))?;
+        let mut m = new_map(&h);
+        for t in h.tensors {
+            let b = Blob::new(engine, t.dtype, t.shape)?;
+            {
+                let mut w = b.snapshot().into_write()?;
+                r.read_exact(w.bytes_mut()).map_err(io)?;
+            }
+            m.insert(t.name, b);
+        }
+        Ok(m)
+    }
+
+    /// Decodes a safetensors file held in memory into fresh writable blobs.
+    pub fn from_safetensors_bytes(engine: &Engine, bytes: &[u8]) -> Result<BlobMap> {
+        let h = parse_bytes(bytes)?;
+        let mut m = new_map(&h);
+        for t in h.tensors {
+            let b = Blob::new(engine, t.dtype, t.shape)?;
+            b.copy_from_bytes(&bytes[t.start..t.start + t.len])?;
+            m.insert(t.name, b);
+        }
+        Ok(m)
+    }
+
+    /// The tensors to write: one dense blob per entry, checked.
+    fn safetensors_out(&self) -> Result<(Vec<(String, Out)>, Option<HashMap<String, String>>)> {
+        let mut out = Vec::with_capacity(self.len());
+        for e in self.entries() {
+            let name = e.name();
+            if name == "__metadata__" {
+                return Err(err!(InvalidArgument, "{FORMAT}: \"__metadata__\" is reserved and cannot name a tensor"));
+            }
+            let b = match e.blobs() {
+                [b] => b,
+                other => return Err(err!(InvalidArgument, "{FORMAT}: {name:?} holds {} blobs; a tensor is one blob", other.len())),
+            };
+            let b = if b.is_dense() { b.clone() } else { b.copy()? };
+            let shape = b.dims();
+            let bytes = b.snapshot().into_read()?;
+            out.push((name.to_string(), Out { dtype: st_dtype(b.dtype()), shape, bytes }));
+        }
+        let meta = (!self.metadata().is_empty()).then(|| self.metadata().iter().cloned().collect());
+        Ok((out, meta))
+    }
+
+    /// Saves the map as a safetensors file (each entry must hold exactly
+    /// one blob), atomically: a failed save leaves an existing file as it
+    /// was, and blobs mapped from the old file keep its old contents.
+    pub fn save_safetensors(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        if path.file_name().is_none() {
+            return Err(err!(InvalidArgument, "{} does not name a file", path.display()));
+        }
+        let (out, meta) = self.safetensors_out()?;
+        let views = out.iter().map(|(n, o)| (n.as_str(), o));
+        ::safetensors::serialize_to_file(views, meta, path).map_err(|e| match st_error(e) {
+            Error::Io(m) => err!(Io, "cannot write {}: {m}", path.display()),
+            other => other,
+        })
+    }
+
+    /// The map encoded as a safetensors file in memory.
+    pub fn to_safetensors_bytes(&self) -> Result<Vec<u8>> {
+        let (out, meta) = self.safetensors_out()?;
+        ::safetensors::serialize(out.iter().map(|(n, o)| (n.as_str(), o)), meta).map_err(st_error)
+    }
+}
+
+/// Prefixes a decoding error with the file's path.
+fn in_file(e: Error, path: &Path) -> Error {
+    let m = format!("{}: {}", path.display(), e.message());
+    match e {
+        Error::DType(_) => Error::DType(m),
+        _ => Error::Format(m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e() -> Engine {
+        Engine::cpu()
+    }
+
+    fn sample() -> BlobMap {
+        let mut m = BlobMap::new();
+        m.insert("w", Blob::from_slice(&e(), &[2, 3], &[1f32, 2., 3., 4., 5., 6.]).unwrap());
+        m.insert("b", Blob::from_slice(&e(), &[3], &[7i64, 8, 9]).unwrap());
+        m.insert("s", Blob::from_slice(&e(), &[], &[1u8]).unwrap());
+        m.set_metadata("format", "pt");
+        m
+    }
+
+    #[test]
+    fn bytes_round_trip_every_dtype() {
+        let mut m = BlobMap::new();
+        for d in DType::ALL {
+            let b = Blob::new(&e(), d, Shape::new(&[2, 2]).unwrap()).unwrap();
+            b.copy_from_bytes(&[3u8; 32][..4 * d.size()]).unwrap();
+            m.insert(d.name(), b);
+        }
+        let bytes = m.to_safetensors_bytes().unwrap();
+        let back = BlobMap::from_safetensors_bytes(&e(), &bytes).unwrap();
+        assert_eq!(back.len(), DType::ALL.len());
+        for d in DType::ALL {
+            let b = back.get(d.name()).unwrap();
+            assert_eq!((b.dtype(), b.dims()), (d, vec![2, 2]));
+        }
+    }
+
+    #[test]
+    fn file_order_and_metadata() {
+        let bytes = sample().to_safetensors_bytes().unwrap();
+        let m = BlobMap::from_safetensors_bytes(&e(), &bytes).unwrap();
+        // The crate writes by alignment (8-byte dtypes first), then name.
+        assert_eq!(m.names().collect::<Vec<_>>(), ["b", "w", "s"]);
+        assert_eq!(m.metadata_value("format"), Some("pt"));
+        assert_eq!(m.get("s").unwrap().dims(), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn unknown_dtypes_name_the_tensor() {
+        let json = br#"{"flags":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}"#;
+        let mut f = (json.len() as u64).to_le_bytes().to_vec();
+        f.extend_from_slice(json);
+        f.extend_from_slice(&[0, 1]);
+        let r = BlobMap::from_safetensors_bytes(&e(), &f);
+        assert!(matches!(r, Err(Error::DType(ref m)) if m.contains("\"flags\"") && m.contains("BOOL")), "{:?}", r.as_ref().err());
+    }
+
+    #[test]
+    fn hostile_headers_are_format_errors() {
+        let good = sample().to_safetensors_bytes().unwrap();
+        for cut in 0..good.len() {
+            assert!(BlobMap::from_safetensors_bytes(&e(), &good[..cut]).is_err(), "cut {cut}");
+        }
+        let mut huge = u64::MAX.to_le_bytes().to_vec();
+        huge.extend_from_slice(b"{}");
+        assert!(matches!(BlobMap::from_safetensors_bytes(&e(), &huge), Err(Error::Format(_))));
+        let mut long = good.clone();
+        long.push(0);
+        assert!(matches!(BlobMap::from_safetensors_bytes(&e(), &long), Err(Error::Format(_))));
+    }
+
+    #[test]
+    fn saving_checks_entries() {
+        let mut m = sample();
+        m.push("w", Blob::from_slice(&e(), &[1], &[0f32]).unwrap());
+        assert!(matches!(m.to_safetensors_bytes(), Err(Error::InvalidArgument(s)) if s.contains("\"w\" holds 2 blobs")));
+        let mut m = BlobMap::new();
+        m.insert("__metadata__", Blob::from_slice(&e(), &[1], &[0f32]).unwrap());
+        assert!(matches!(m.to_safetensors_bytes(), Err(Error::InvalidArgument(_))));
+    }
+}
