@@ -129,6 +129,14 @@ impl BlobMap {
         }
     }
 
+    /// Sets the layer type of the entry named `name` (InvalidArgument when
+    /// there is none).
+    pub fn set_kind(&mut self, name: &str, kind: impl Into<String>) -> Result<()> {
+        let i = self.position(name).ok_or_else(|| err!(InvalidArgument, "no entry named {name:?}"))?;
+        self.entries[i].kind = kind.into();
+        Ok(())
+    }
+
     /// The string metadata (safetensors `__metadata__`), in insertion order.
     pub fn metadata(&self) -> &[(String, String)] {
         &self.metadata

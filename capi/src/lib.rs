@@ -23,6 +23,7 @@
 //! Raw buffers from `blob_get_buffer` are plain memory: synchronising their
 //! use is the caller's job.
 
+#![recursion_limit = "256"]
 #![allow(clippy::missing_safety_doc)]
 
 mod buffers;
@@ -40,6 +41,7 @@ mod query;
 mod status;
 mod tokens;
 mod views;
+mod weights;
 
 pub use handles::{Blob, BlobEngine};
 // The functions are C ABI first; re-exported so Rust callers (the fuzz

@@ -14,6 +14,7 @@ mod formats;
 mod functions;
 mod indexing;
 mod layout;
+mod weights;
 
 use pyo3::prelude::*;
 
@@ -44,5 +45,10 @@ fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(formats::from_neoml_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(formats::load_npy, m)?)?;
     m.add_function(wrap_pyfunction!(formats::from_npy_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(weights::load_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(weights::safetensors_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(weights::save_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(weights::load_caffemodel, m)?)?;
+    m.add_function(wrap_pyfunction!(weights::save_caffemodel, m)?)?;
     Ok(())
 }

@@ -18,50 +18,6 @@ CIFAR = DATA / "cifar10_mean.binaryproto"
 MEAN_NPY = DATA / "ilsvrc_2012_mean.npy"
 
 
-@pytest.fixture(scope="module")
-def caffe_pb():
-    """BlobShape, BlobProto and BlobProtoVector built with the descriptor API."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    F = descriptor_pb2.FieldDescriptorProto
-    fdp = descriptor_pb2.FileDescriptorProto(name="blobcore_test_caffe.proto", package="caffe", syntax="proto2")
-
-    def msg(name, fields):
-        m = fdp.message_type.add(name=name)
-        for fname, number, ftype, label, packed, type_name in fields:
-            f = m.field.add(name=fname, number=number, type=ftype, label=label)
-            if type_name:
-                f.type_name = type_name
-            if packed:
-                f.options.packed = True
-
-    REP, OPT = F.LABEL_REPEATED, F.LABEL_OPTIONAL
-    msg("BlobShape", [("dim", 1, F.TYPE_INT64, REP, True, None)])
-    msg(
-        "BlobProto",
-        [
-            ("shape", 7, F.TYPE_MESSAGE, OPT, False, ".caffe.BlobShape"),
-            ("data", 5, F.TYPE_FLOAT, REP, True, None),
-            ("diff", 6, F.TYPE_FLOAT, REP, True, None),
-            ("double_data", 8, F.TYPE_DOUBLE, REP, True, None),
-            ("double_diff", 9, F.TYPE_DOUBLE, REP, True, None),
-            ("num", 1, F.TYPE_INT32, OPT, False, None),
-            ("channels", 2, F.TYPE_INT32, OPT, False, None),
-            ("height", 3, F.TYPE_INT32, OPT, False, None),
-            ("width", 4, F.TYPE_INT32, OPT, False, None),
-        ],
-    )
-    msg("BlobProtoVector", [("blobs", 1, F.TYPE_MESSAGE, REP, False, ".caffe.BlobProto")])
-    # Unpacked variant: old Caffe writers emitted one key per value.
-    msg("UnpackedBlobProto", [("data", 5, F.TYPE_FLOAT, REP, False, None), ("num", 1, F.TYPE_INT32, OPT, False, None),
-                              ("channels", 2, F.TYPE_INT32, OPT, False, None), ("height", 3, F.TYPE_INT32, OPT, False, None),
-                              ("width", 4, F.TYPE_INT32, OPT, False, None)])
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    get = lambda n: message_factory.GetMessageClass(pool.FindMessageTypeByName("caffe." + n))  # noqa: E731
-    return {n: get(n) for n in ["BlobShape", "BlobProto", "BlobProtoVector", "UnpackedBlobProto"]}
-
-
 def test_imagenet_mean_equals_the_npy_cast_to_float32():
     proto = bc.load_caffe(IMAGENET)
     assert proto.shape == (1, 3, 256, 256) and proto.dtype == np.float32

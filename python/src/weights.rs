@@ -1,0 +1,135 @@
+//! Weight files from Python: safetensors and Caffe `.caffemodel`, as plain
+//! dicts of blobs. The formats, the memory maps and every check live in
+//! `blobcore` (`BlobMap`); this module converts between dicts and maps.
+
+use crate::blob::{engine_of, run, PyBlob, PyEngine};
+use crate::errors::raise;
+use blobcore::{Blob, BlobMap};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use std::path::PathBuf;
+
+/// A dict value as a blob: a Blob as is, anything else through
+/// ``bc.asblob`` (NumPy arrays are shared when they can be).
+fn as_blob(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<Blob> {
+    if let Ok(b) = v.cast::<PyBlob>() {
+        return Ok(b.get().b.clone());
+    }
+    let converted = crate::functions::asblob(py, v, None, None, None)
+        .map_err(|e| raise("InvalidArgumentError", format!("{key:?}: not a blob or array: {e}")))?;
+    Ok(converted.cast::<PyBlob>()?.get().b.clone())
+}
+
+fn key_of(k: &Bound<'_, PyAny>) -> PyResult<String> {
+    match k.cast::<PyString>() {
+        Ok(s) => Ok(s.to_str()?.to_owned()),
+        Err(_) => Err(raise("InvalidArgumentError", format!("names must be str, got {}", k.get_type()))),
+    }
+}
+
+/// Loads a safetensors file as a dict of name -> Blob in file order. With
+/// ``mmap=True`` (the default) the file is memory-mapped in O(1) and the
+/// blobs are read-only views of it (``writeable`` is False; ``.copy()``
+/// gives a writable blob); with ``mmap=False`` every tensor is read into a
+/// fresh writable blob. A dtype blobcore lacks raises DTypeError naming
+/// the tensor.
+#[pyfunction]
+#[pyo3(signature = (path, mmap=true, engine=None))]
+pub fn load_safetensors<'py>(py: Python<'py>, path: PathBuf, mmap: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
+    let e = engine_of(engine)?;
+    let m = run(py, false, move || BlobMap::load_safetensors(&e, &path, mmap))?;
+    let d = PyDict::new(py);
+    for (name, _, mut blobs) in m.into_entries() {
+        if let Some(b) = blobs.pop() {
+            d.set_item(name, Py::new(py, PyBlob::new(b))?)?;
+        }
+    }
+    Ok(d)
+}
+
+/// The ``__metadata__`` of a safetensors file as a dict of str -> str
+/// (empty when it has none). Maps the file; reads only its header.
+#[pyfunction]
+pub fn safetensors_metadata<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let e = blobcore::Engine::cpu();
+    let m = run(py, false, move || BlobMap::load_safetensors(&e, &path, true))?;
+    let d = PyDict::new(py);
+    for (k, v) in m.metadata() {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+/// Saves a dict of name -> Blob (or array) as a safetensors file, with
+/// ``metadata`` (a dict of str -> str) as its ``__metadata__``. Written
+/// atomically: a failed save leaves an existing file as it was.
+#[pyfunction]
+#[pyo3(signature = (path, blobs, metadata=None))]
+pub fn save_safetensors(py: Python<'_>, path: PathBuf, blobs: &Bound<'_, PyDict>, metadata: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let mut m = BlobMap::new();
+    for (k, v) in blobs.iter() {
+        let name = key_of(&k)?;
+        let b = as_blob(py, &name, &v)?;
+        m.insert(name, b);
+    }
+    if let Some(md) = metadata {
+        for (k, v) in md.iter() {
+            let key = key_of(&k)?;
+            let value = v
+                .cast::<PyString>()
+                .map_err(|_| raise("InvalidArgumentError", format!("metadata {key:?}: values must be str, got {}", v.get_type())))?
+                .to_str()?
+                .to_owned();
+            m.set_metadata(key, value);
+        }
+    }
+    run(py, false, move || m.save_safetensors(&path))
+}
+
+/// Loads the learned blobs of a Caffe ``.caffemodel`` as a dict of layer
+/// name -> list of Blobs (weights, bias, ...), in file order; layers
+/// without blobs are left out, as pycaffe's ``net.params``. Reads both the
+/// ``layer`` and the legacy ``layers`` (V1) fields; legacy blobs are 4-D.
+#[pyfunction]
+#[pyo3(signature = (path, engine=None))]
+pub fn load_caffemodel<'py>(py: Python<'py>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
+    let e = engine_of(engine)?;
+    let m = run(py, false, move || BlobMap::load_caffemodel(&e, &path))?;
+    let d = PyDict::new(py);
+    for (name, _, blobs) in m.into_entries() {
+        let list = PyList::empty(py);
+        for b in blobs {
+            list.append(Py::new(py, PyBlob::new(b))?)?;
+        }
+        d.set_item(name, list)?;
+    }
+    Ok(d)
+}
+
+/// Saves a dict of layer name -> list of float32/float64 Blobs (or arrays)
+/// as a ``.caffemodel`` (a NetParameter of name, type and blobs, which
+/// Caffe's ``CopyTrainedLayersFrom`` accepts). ``types`` optionally gives
+/// layer types by name.
+#[pyfunction]
+#[pyo3(signature = (path, layers, types=None))]
+pub fn save_caffemodel(py: Python<'_>, path: PathBuf, layers: &Bound<'_, PyDict>, types: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let mut m = BlobMap::new();
+    for (k, v) in layers.iter() {
+        let name = key_of(&k)?;
+        let items: Vec<Bound<'_, PyAny>> = v
+            .try_iter()
+            .map_err(|_| raise("InvalidArgumentError", format!("layer {name:?}: expected a list of blobs, got {}", v.get_type())))?
+            .collect::<PyResult<_>>()?;
+        let blobs = items.iter().map(|b| as_blob(py, &name, b)).collect::<PyResult<Vec<_>>>()?;
+        let kind = match types.map(|t| t.get_item(&name)).transpose()?.flatten() {
+            Some(t) => t
+                .cast::<PyString>()
+                .map_err(|_| raise("InvalidArgumentError", format!("types[{name:?}] must be str")))?
+                .to_str()?
+                .to_owned(),
+            None => String::new(),
+        };
+        m.insert_all(name, kind, blobs);
+    }
+    run(py, false, move || m.save_caffemodel(&path))
+}
