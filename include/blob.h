@@ -213,6 +213,11 @@ typedef struct Blob Blob;
 // An engine: where blobs live and run (opaque; NULL means the default CPU engine).
 typedef struct BlobEngine BlobEngine;
 
+// An ordered map of names to blobs with string metadata (opaque; from
+// `blob_map_create`, `blob_load_safetensors` or `blob_load_caffemodel`,
+// freed by `blob_map_free`).
+typedef struct BlobMap BlobMap;
+
 // An engine's transfer and kernel counters (`blob_engine_stats`):
 // monotonic since the engine was created or `blob_engine_reset_stats`.
 // Uploads and downloads count blob data moved between host and device
@@ -873,6 +878,86 @@ int32_t blob_shift_parent_pos(struct Blob *b, int64_t shift);
 
 // Serrano `slice`: the sub-tensor at `n` leading indices (a view of dims[n..]).
 int32_t blob_slice(struct Blob *b, const int64_t *idx, size_t n, struct Blob **out_blob);
+
+// Creates an empty map (to fill with `blob_map_insert` and save).
+int32_t blob_map_create(struct BlobMap **out_map);
+
+// Frees a map handle. Blobs taken from it live on (a memory-mapped
+// file stays mapped while any of them is in use).
+int32_t blob_map_free(struct BlobMap *map);
+
+// The number of entries (tensors, or layers of a .caffemodel).
+int32_t blob_map_len(const struct BlobMap *map, size_t *out_len);
+
+// The name of entry `i` (in file order); valid until the map changes or
+// is freed. `BLOB_ERR_OUT_OF_RANGE` past the end.
+int32_t blob_map_name(const struct BlobMap *map, size_t i, const char **out_name);
+
+// The layer type of entry `i` ("Convolution", ...; "" when unknown).
+int32_t blob_map_kind(const struct BlobMap *map, size_t i, const char **out_kind);
+
+// The number of blobs of entry `i` (1 for a safetensors tensor; a Caffe
+// layer's weights, bias, ...).
+int32_t blob_map_count(const struct BlobMap *map, size_t i, size_t *out_count);
+
+// A new handle to blob `j` of entry `i` (free it with `blob_free`).
+int32_t blob_map_at(const struct BlobMap *map, size_t i, size_t j, struct Blob **out_blob);
+
+// A new handle to the single blob named `name` (a safetensors tensor).
+// A missing name, or an entry of several blobs, is
+// `BLOB_ERR_INVALID_ARGUMENT`.
+int32_t blob_map_get(const struct BlobMap *map, const char *name, struct Blob **out_blob);
+
+// Sets `name` to the single blob `b` (the map shares it; replacing the
+// blobs of an existing name in place, else appending an entry).
+int32_t blob_map_insert(struct BlobMap *map, const char *name, const struct Blob *b);
+
+// Appends blob `b` to the blobs of `name` (creating the entry): how a
+// Caffe layer's weights and bias are added.
+int32_t blob_map_push(struct BlobMap *map, const char *name, const struct Blob *b);
+
+// Sets the layer type of the entry `name` (written to .caffemodel files).
+int32_t blob_map_set_kind(struct BlobMap *map, const char *name, const char *kind);
+
+// The number of metadata entries (safetensors `__metadata__`).
+int32_t blob_map_metadata_len(const struct BlobMap *map, size_t *out_len);
+
+// Metadata entry `i`: its key and value (valid until the map changes).
+int32_t blob_map_metadata_at(const struct BlobMap *map,
+                             size_t i,
+                             const char **out_key,
+                             const char **out_value);
+
+// The metadata value of `key` (`BLOB_ERR_INVALID_ARGUMENT` when absent).
+int32_t blob_map_metadata_get(const struct BlobMap *map, const char *key, const char **out_value);
+
+// Sets a metadata entry (written as safetensors `__metadata__`).
+int32_t blob_map_set_metadata(struct BlobMap *map, const char *key, const char *value);
+
+// Loads a safetensors file. With `mmap` the file is memory-mapped in
+// O(1) and its blobs are read-only views of it (the map lives while any
+// blob uses it); without, every tensor is read into a fresh writable
+// blob. Entries are in file order. A dtype blobcore lacks is
+// `BLOB_ERR_DTYPE` naming the tensor; a malformed file `BLOB_ERR_FORMAT`.
+int32_t blob_load_safetensors(const struct BlobEngine *e,
+                              const char *path_,
+                              bool mmap,
+                              struct BlobMap **out_map);
+
+// Saves the map as a safetensors file (each entry one blob; metadata as
+// `__metadata__`), atomically.
+int32_t blob_save_safetensors(const struct BlobMap *map, const char *path_);
+
+// Loads the learned blobs of a Caffe .caffemodel: one entry per layer
+// with blobs (weights, bias, ...), in file order, with its type; the
+// `layer` and legacy V1 `layers` fields are both read.
+int32_t blob_load_caffemodel(const struct BlobEngine *e,
+                             const char *path_,
+                             struct BlobMap **out_map);
+
+// Saves the map as a .caffemodel (a NetParameter of name, type and
+// float32/float64 blobs per layer), atomically.
+int32_t blob_save_caffemodel(const struct BlobMap *map, const char *path_);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -168,6 +168,18 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         // Memory-mapped files.
         INVALID_ARGUMENT, "mmap_mode", |f| blobcore::mapped::MapMode::from_name("w");
         IO, "nonexistent", |f| Blob::load_npy_mapped(&f.e, "/nonexistent/x.npy", blobcore::mapped::MapMode::ReadOnly);
+        // Weight files (safetensors, .caffemodel) and BlobMap.
+        IO, "nonexistent", |f| blobcore::BlobMap::load_safetensors(&f.e, "/nonexistent/x.safetensors", true).map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_safetensors(&f.e, "/nonexistent/x.safetensors", false).map(|_| ());
+        FORMAT, "too short", |f| blobcore::BlobMap::from_safetensors_bytes(&f.e, &[1, 2]).map(|_| ());
+        FORMAT, "header claims", |f| blobcore::BlobMap::from_safetensors_bytes(&f.e, &[255; 16]).map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_caffemodel(&f.e, "/nonexistent/x.caffemodel").map(|_| ());
+        FORMAT, "not a valid message", |f| blobcore::BlobMap::from_caffemodel_bytes(&f.e, &[0xff, 0xff]).map(|_| ());
+        INVALID_ARGUMENT, "no entry named", |f| blobcore::BlobMap::new().get("x").map(|_| ());
+        INVALID_ARGUMENT, "no entry named", |f| blobcore::BlobMap::new().set_kind("x", "ReLU");
+        INVALID_ARGUMENT, "holds 2 blobs", |f| { let mut m = blobcore::BlobMap::new(); m.push("x", f.a.clone()); m.push("x", f.a.clone()); m.to_safetensors_bytes().map(|_| ()) };
+        INVALID_ARGUMENT, "reserved", |f| { let mut m = blobcore::BlobMap::new(); m.insert("__metadata__", f.a.clone()); m.to_safetensors_bytes().map(|_| ()) };
+        DTYPE, "float32 or float64", |f| { let mut m = blobcore::BlobMap::new(); m.insert("i", Blob::tensor(&f.e, DType::I32, &[2])?); m.to_caffemodel_bytes().map(|_| ()) };
         // DLPack.
         INVALID_ARGUMENT, "other than READ_ONLY", |f| f.a.to_dlpack(4).map(|_| ());
         UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack(0).map(|_| ());

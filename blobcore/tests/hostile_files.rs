@@ -174,6 +174,54 @@ fn neoml_decoder_survives_mutated_archives() {
     assert!(rejected > 300, "only {rejected} rejected");
 }
 
+/// A decoded map as one blob of its total byte size (what `survive` checks).
+fn total_of(e: &Engine, m: blobcore::Result<blobcore::BlobMap>) -> blobcore::Result<Blob> {
+    let m = m?;
+    let total: usize = m.entries().iter().flat_map(|x| x.blobs()).map(Blob::byte_size).sum();
+    Blob::tensor(e, DType::U8, &[total])
+}
+
+fn safetensors_total(e: &Engine, bytes: &[u8]) -> blobcore::Result<Blob> {
+    total_of(e, blobcore::BlobMap::from_safetensors_bytes(e, bytes))
+}
+
+fn caffemodel_total(e: &Engine, bytes: &[u8]) -> blobcore::Result<Blob> {
+    total_of(e, blobcore::BlobMap::from_caffemodel_bytes(e, bytes))
+}
+
+/// The CIFAR-10 mean as weights, with an int64 and a bfloat16 tensor.
+fn weight_map(e: &Engine) -> blobcore::BlobMap {
+    let mean = Blob::from_caffe_bytes(e, &data("cifar10_mean.binaryproto")).unwrap();
+    let mut m = blobcore::BlobMap::new();
+    m.insert_all("conv1", "Convolution", vec![mean, Blob::from_slice(e, &[3], &[0.5f32, 1.0, 2.0]).unwrap()]);
+    m
+}
+
+#[test]
+fn safetensors_decoder_survives_mutated_files() {
+    let _g = serial();
+    let e = Engine::cpu();
+    let mut m = blobcore::BlobMap::new();
+    let w = weight_map(&e);
+    m.insert("mean", w.blobs("conv1").unwrap()[0].clone());
+    m.insert("steps", Blob::from_slice(&e, &[4], &[1i64, 2, 3, 4]).unwrap());
+    m.insert("half", Blob::from_slice(&e, &[2], &[half::bf16::from_f32(1.5); 2]).unwrap());
+    m.set_metadata("format", "pt");
+    let seed = m.to_safetensors_bytes().unwrap();
+    let header = 8 + u64::from_le_bytes(seed[..8].try_into().unwrap()) as usize;
+    let rejected = survive("safetensors", safetensors_total, &seed, header, true);
+    assert!(rejected > 300, "only {rejected} rejected");
+}
+
+#[test]
+fn caffemodel_decoder_survives_mutated_files() {
+    let _g = serial();
+    let e = Engine::cpu();
+    let seed = weight_map(&e).to_caffemodel_bytes().unwrap();
+    let rejected = survive("Caffe NetParameter", caffemodel_total, &seed, 48, false);
+    assert!(rejected > 100, "only {rejected} rejected");
+}
+
 #[test]
 fn a_header_claiming_2_pow_40_elements_allocates_nothing_large() {
     let _g = serial();

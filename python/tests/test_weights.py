@@ -51,6 +51,9 @@ def test_blobcore_writes_what_safetensors_reads(tmp_path, rng):
         np.testing.assert_array_equal(ref[k], v)
     with safe_open(str(p), framework="numpy") as f:
         assert f.metadata() == {"format": "np"}
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")
+    assert p.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777  # the usual permissions
     # The bytes, without any safetensors code: header offsets tile the
     # data, 8-byte-aligned header, little-endian row-major data.
     head, start, raw = header_of(p)

@@ -284,6 +284,59 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_NULL_POINTER, "mode", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", NULL, &out));
     BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", "r", NULL));
     CHECK(out == sentinel);
+    /* Weight files and BlobMap handles. */
+    {
+        BlobMap *mo = (BlobMap *)&rows, *const msent = (BlobMap *)&rows, *m = NULL;
+        BlobMap *mfake = (BlobMap *)(uintptr_t)0xdead0;
+        const char *s = "unchanged", *s2 = "unchanged";
+        size_t n = 77;
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors(NULL, "/nonexistent/x.safetensors", true, &mo));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors(NULL, "/nonexistent/x.safetensors", false, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_safetensors(NULL, NULL, true, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_safetensors(NULL, "/nonexistent/x.safetensors", true, NULL));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_caffemodel(NULL, "/nonexistent/x.caffemodel", &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_caffemodel(NULL, "/nonexistent/x.caffemodel", NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_map_create(NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "map", blob_map_free(NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_map_free(mfake));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_map_len(mfake, &n));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_map_len((BlobMap *)a, &n));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_map_len(mfake, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_safetensors(mfake, "/tmp/x.safetensors"));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_caffemodel(mfake, "/tmp/x.caffemodel"));
+        CHECK(blob_map_create(&m) == BLOB_OK);
+        BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_name(m, 0, &s));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_kind(m, 0, &s));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_count(m, 0, &n));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_at(m, 0, 0, &out));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "metadata entry 0", blob_map_metadata_at(m, 0, &s, &s2));
+        BAD(BLOB_ERR_NULL_POINTER, "out_value", blob_map_metadata_at(m, 0, &s, NULL));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "no entry named", blob_map_get(m, "x", &out));
+        BAD(BLOB_ERR_NULL_POINTER, "name", blob_map_get(m, NULL, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "no metadata key", blob_map_metadata_get(m, "k", &s));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "no entry named", blob_map_set_kind(m, "x", "ReLU"));
+        BAD(BLOB_ERR_NULL_POINTER, "blob", blob_map_insert(m, "x", NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_map_push(m, "x", fake));
+        BAD(BLOB_ERR_NULL_POINTER, "name", blob_map_push(m, NULL, a));
+        BAD(BLOB_ERR_NULL_POINTER, "value", blob_map_set_metadata(m, "k", NULL));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "UTF-8", blob_map_insert(m, "\xff", a));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_save_safetensors(m, NULL));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_save_safetensors(m, "/nonexistent/dir/x.safetensors"));
+        {
+            const int64_t d1[1] = {2};
+            Blob *ib = NULL;
+            CHECK(blob_create_tensor(NULL, BLOB_I32, d1, 1, &ib) == BLOB_OK && blob_map_insert(m, "i", ib) == BLOB_OK);
+            BAD(BLOB_ERR_DTYPE, "float32 or float64", blob_save_caffemodel(m, "/tmp/never.caffemodel"));
+            CHECK(blob_map_push(m, "i", ib) == BLOB_OK);
+            blob_free(ib);
+        }
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_map_get(m, "i", &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_save_safetensors(m, "/tmp/never.safetensors"));
+        CHECK(blob_map_len(m, &n) == BLOB_OK && n == 1);
+        CHECK(blob_map_free(m) == BLOB_OK);
+        BAD(BLOB_ERR_INVALID_HANDLE, "double free", blob_map_free(m));
+        CHECK(mo == msent && out == sentinel && strcmp(s, "unchanged") == 0 && strcmp(s2, "unchanged") == 0);
+    }
     /* Engine counters. */
     {
         BlobEngineStats st;

@@ -177,6 +177,74 @@ int main(int argc, char **argv) {
         blob_free(v4);
     }
 
+    /* Weight files: a BlobMap saved as safetensors and .caffemodel, loaded
+     * back (mapped read-only or read into fresh memory), walked by index and
+     * by name; the mapped blob outlives the map handle. */
+    {
+        static const float six[6] = {1, 2, 3, 4, 5, 6};
+        static const double two[2] = {0.5, -1.0};
+        float back6[6] = {0};
+        double back2[2] = {0};
+        const int64_t d23[2] = {2, 3}, d2[1] = {2};
+        BlobMap *m = NULL, *l = NULL, *c = NULL, *keep_sentinel = (BlobMap *)&failures;
+        Blob *w = NULL, *b = NULL, *got = NULL, *kept = NULL;
+        const char *name = NULL, *key = NULL, *value = NULL, *kind = NULL;
+        size_t n = 0;
+        bool writable = true;
+        CHECK(blob_create_tensor(NULL, BLOB_F32, d23, 2, &w) == BLOB_OK && blob_copy_from_host(w, six, sizeof six) == BLOB_OK);
+        CHECK(blob_create_tensor(NULL, BLOB_F64, d2, 1, &b) == BLOB_OK && blob_copy_from_host(b, two, sizeof two) == BLOB_OK);
+        CHECK(blob_map_create(&m) == BLOB_OK);
+        CHECK(blob_map_insert(m, "weight", w) == BLOB_OK && blob_map_insert(m, "bias", b) == BLOB_OK);
+        CHECK(blob_map_set_metadata(m, "format", "c") == BLOB_OK);
+        CHECK(blob_save_safetensors(m, join(7, scratch, "w.safetensors")) == BLOB_OK);
+        /* Mapped: read-only views, in file order (the writer puts 8-byte dtypes first). */
+        CHECK(blob_load_safetensors(NULL, paths[7], true, &l) == BLOB_OK);
+        CHECK(blob_map_len(l, &n) == BLOB_OK && n == 2);
+        CHECK(blob_map_name(l, 0, &name) == BLOB_OK && strcmp(name, "bias") == 0);
+        CHECK(blob_map_name(l, 2, &name) == BLOB_ERR_OUT_OF_RANGE && strcmp(name, "bias") == 0);
+        CHECK(blob_map_count(l, 1, &n) == BLOB_OK && n == 1);
+        CHECK(blob_map_metadata_get(l, "format", &value) == BLOB_OK && strcmp(value, "c") == 0);
+        CHECK(blob_map_metadata_len(l, &n) == BLOB_OK && n == 1);
+        CHECK(blob_map_metadata_at(l, 0, &key, &value) == BLOB_OK && strcmp(key, "format") == 0);
+        CHECK(blob_map_metadata_get(l, "nope", &value) == BLOB_ERR_INVALID_ARGUMENT);
+        CHECK(blob_map_get(l, "weight", &kept) == BLOB_OK);
+        CHECK(blob_map_get(l, "missing", &got) == BLOB_ERR_INVALID_ARGUMENT && got == NULL);
+        CHECK(blob_map_free(l) == BLOB_OK && blob_map_free(l) == BLOB_ERR_INVALID_HANDLE);
+        CHECK(blob_is_writable(kept, &writable) == BLOB_OK && !writable && blob_fill(kept, 0.0) == BLOB_ERR_READ_ONLY);
+        CHECK(blob_copy_to_host(kept, back6, sizeof back6) == BLOB_OK && memcmp(back6, six, sizeof six) == 0);
+        blob_free(kept);
+        /* Read into fresh memory: writable. */
+        CHECK(blob_load_safetensors(NULL, paths[7], false, &l) == BLOB_OK);
+        CHECK(blob_map_at(l, 0, 0, &got) == BLOB_OK && blob_is_writable(got, &writable) == BLOB_OK && writable);
+        CHECK(blob_copy_to_host(got, back2, sizeof back2) == BLOB_OK && memcmp(back2, two, sizeof two) == 0);
+        CHECK(blob_map_at(l, 0, 1, &kept) == BLOB_ERR_OUT_OF_RANGE);
+        blob_free(got);
+        blob_map_free(l);
+        /* .caffemodel: one layer with weights and bias. */
+        CHECK(blob_map_create(&c) == BLOB_OK);
+        CHECK(blob_map_push(c, "ip1", w) == BLOB_OK && blob_map_push(c, "ip1", b) == BLOB_OK);
+        CHECK(blob_map_set_kind(c, "ip1", "InnerProduct") == BLOB_OK);
+        CHECK(blob_map_set_kind(c, "ip2", "InnerProduct") == BLOB_ERR_INVALID_ARGUMENT);
+        CHECK(blob_map_get(c, "ip1", &got) == BLOB_ERR_INVALID_ARGUMENT);
+        CHECK(blob_save_safetensors(c, join(7, scratch, "two.safetensors")) == BLOB_ERR_INVALID_ARGUMENT);
+        CHECK(blob_save_caffemodel(c, join(7, scratch, "w.caffemodel")) == BLOB_OK);
+        CHECK(blob_load_caffemodel(NULL, paths[7], &l) == BLOB_OK);
+        CHECK(blob_map_count(l, 0, &n) == BLOB_OK && n == 2);
+        CHECK(blob_map_kind(l, 0, &kind) == BLOB_OK && strcmp(kind, "InnerProduct") == 0);
+        CHECK(blob_map_at(l, 0, 1, &got) == BLOB_OK && blob_dtype(got, &dtype) == BLOB_OK && dtype == BLOB_F64);
+        blob_free(got);
+        blob_map_free(l);
+        /* Bad input changes nothing. */
+        CHECK(blob_load_safetensors(NULL, proto, true, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
+        CHECK(blob_load_caffemodel(NULL, proto, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
+        CHECK(blob_map_insert(c, "x", NULL) == BLOB_ERR_NULL_POINTER);
+        CHECK(blob_map_len(c, &n) == BLOB_OK && n == 1);
+        blob_map_free(c);
+        blob_map_free(m);
+        blob_free(w);
+        blob_free(b);
+    }
+
     /* NeoML's two archive forms: SerializeBlob's (isNull byte first) and
      * CDnnBlob::Serialize's (what neoml.Blob.store writes: FF D0 07 00 00). */
     {

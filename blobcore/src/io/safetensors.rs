@@ -13,20 +13,21 @@
 //! naming the tensor, raised before any blob is made.
 //!
 //! Saving writes each entry's single blob, with the metadata as
-//! `__metadata__`; the crate orders tensors by alignment, then name.
+//! `__metadata__`, laid out as the crate's writer does (tensors by
+//! descending alignment, then name), through blobcore's atomic file writer
+//! (a temporary file renamed into place, with the usual permissions).
 
 use crate::blob::Blob;
 use crate::blob_map::BlobMap;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
-use crate::io::file_shape;
+use crate::io::{file_shape, io_err, write_file};
 use crate::mapped::{FileMap, MapMode};
 use crate::shape::Shape;
-use ::safetensors::tensor::{Dtype, Metadata, View};
-use std::borrow::Cow;
+use ::safetensors::tensor::{Dtype, Metadata, TensorInfo};
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 const FORMAT: &str = "safetensors";
@@ -149,26 +150,8 @@ struct Out {
     bytes: crate::blob::HostRef,
 }
 
-impl View for &Out {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(self.bytes.bytes())
-    }
-    fn data_len(&self) -> usize {
-        self.bytes.bytes().len()
-    }
-}
-
 fn st_error(e: ::safetensors::SafeTensorError) -> Error {
-    match e {
-        ::safetensors::SafeTensorError::IoError(e) => err!(Io, "{FORMAT}: {e}"),
-        other => err!(InvalidArgument, "{FORMAT}: {other}"),
-    }
+    err!(InvalidArgument, "{FORMAT}: {e}")
 }
 
 impl BlobMap {
@@ -252,22 +235,42 @@ impl BlobMap {
     /// one blob), atomically: a failed save leaves an existing file as it
     /// was, and blobs mapped from the old file keep its old contents.
     pub fn save_safetensors(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        if path.file_name().is_none() {
-            return Err(err!(InvalidArgument, "{} does not name a file", path.display()));
-        }
-        let (out, meta) = self.safetensors_out()?;
-        let views = out.iter().map(|(n, o)| (n.as_str(), o));
-        ::safetensors::serialize_to_file(views, meta, path).map_err(|e| match st_error(e) {
-            Error::Io(m) => err!(Io, "cannot write {}: {m}", path.display()),
-            other => other,
-        })
+        write_file(path.as_ref(), |w| self.write_safetensors(w))
     }
 
     /// The map encoded as a safetensors file in memory.
     pub fn to_safetensors_bytes(&self) -> Result<Vec<u8>> {
-        let (out, meta) = self.safetensors_out()?;
-        ::safetensors::serialize(out.iter().map(|(n, o)| (n.as_str(), o)), meta).map_err(st_error)
+        let mut v = Vec::new();
+        self.write_safetensors(&mut v)?;
+        Ok(v)
+    }
+
+    /// Writes the file: the crate's `Metadata` (validated, serialized by
+    /// the crate) laid out as its own writer does — tensors by descending
+    /// alignment, then name; header padded with spaces to 8 bytes — then
+    /// each tensor's bytes.
+    fn write_safetensors(&self, w: &mut dyn Write) -> Result<()> {
+        let (mut out, meta) = self.safetensors_out()?;
+        out.sort_by(|(ln, l), (rn, r)| r.dtype.cmp(&l.dtype).then(ln.cmp(rn)));
+        let mut offset = 0usize;
+        let mut infos = Vec::with_capacity(out.len());
+        for (name, o) in &out {
+            let len = o.bytes.bytes().len();
+            infos.push((name.clone(), TensorInfo { dtype: o.dtype, shape: o.shape.clone(), data_offsets: (offset, offset + len) }));
+            offset += len;
+        }
+        let metadata = Metadata::new(meta, infos).map_err(st_error)?;
+        let mut header = serde_json::to_vec(&metadata).map_err(|e| err!(Internal, "{FORMAT}: header: {e}"))?;
+        header.resize(header.len().next_multiple_of(8), b' ');
+        if header.len() as u64 > MAX_HEADER {
+            return Err(err!(InvalidArgument, "{FORMAT}: the header would take {} bytes (the limit is {MAX_HEADER})", header.len()));
+        }
+        w.write_all(&(header.len() as u64).to_le_bytes()).map_err(io_err)?;
+        w.write_all(&header).map_err(io_err)?;
+        for (_, o) in &out {
+            w.write_all(o.bytes.bytes()).map_err(io_err)?;
+        }
+        Ok(())
     }
 }
 
