@@ -173,6 +173,7 @@ bench-c: stage
 
 bench-py: wheel
 	$(VENV)/bin/python bench/python_bench.py
+	$(VENV)/bin/python bench/weights_bench.py
 
 # cargo-fuzz over every target for FUZZ_SECONDS each, starting from the
 # seed corpus in fuzz/seeds. Needs a nightly toolchain; skips without one.

@@ -714,6 +714,90 @@ inline std::vector<Blob> load_caffe_vector(const std::string &path, const Engine
     return out;
 }
 
+/// An ordered map of names to blobs with string metadata: a safetensors
+/// file (one blob per tensor) or a Caffe .caffemodel (a layer's weights,
+/// bias, ...). Owns a BlobMap handle. Strings it returns are copies.
+class BlobMap {
+public:
+    /// An empty map.
+    BlobMap() { check(blob_map_create(&h_)); }
+    /// Takes ownership of a handle from the C API.
+    explicit BlobMap(::BlobMap *h) noexcept : h_(h) {}
+    BlobMap(BlobMap &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+    BlobMap &operator=(BlobMap &&o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, nullptr);
+        }
+        return *this;
+    }
+    BlobMap(const BlobMap &) = delete;
+    BlobMap &operator=(const BlobMap &) = delete;
+    ~BlobMap() { reset(); }
+
+    /// Loads a safetensors file: memory-mapped read-only views (`mmap`) or
+    /// fresh writable blobs.
+    static BlobMap load_safetensors(const std::string &path, bool mmap = true, const Engine *e = nullptr) {
+        ::BlobMap *h = nullptr;
+        check(blob_load_safetensors(e ? e->get() : nullptr, path.c_str(), mmap, &h));
+        return BlobMap(h);
+    }
+    /// Loads the learned blobs of a Caffe .caffemodel (layer -> blobs).
+    static BlobMap load_caffemodel(const std::string &path, const Engine *e = nullptr) {
+        ::BlobMap *h = nullptr;
+        check(blob_load_caffemodel(e ? e->get() : nullptr, path.c_str(), &h));
+        return BlobMap(h);
+    }
+    void save_safetensors(const std::string &path) const { check(blob_save_safetensors(h_, path.c_str())); }
+    void save_caffemodel(const std::string &path) const { check(blob_save_caffemodel(h_, path.c_str())); }
+
+    size_t size() const { return q<size_t>([&](size_t *o) { return blob_map_len(h_, o); }); }
+    std::string name(size_t i) const { return q<const char *>([&](const char **o) { return blob_map_name(h_, i, o); }); }
+    std::string kind(size_t i) const { return q<const char *>([&](const char **o) { return blob_map_kind(h_, i, o); }); }
+    size_t count(size_t i) const { return q<size_t>([&](size_t *o) { return blob_map_count(h_, i, o); }); }
+    /// Blob `j` of entry `i`.
+    Blob at(size_t i, size_t j = 0) const {
+        ::Blob *b = nullptr;
+        check(blob_map_at(h_, i, j, &b));
+        return Blob(b);
+    }
+    /// The single blob named `name`.
+    Blob get(const std::string &name) const {
+        ::Blob *b = nullptr;
+        check(blob_map_get(h_, name.c_str(), &b));
+        return Blob(b);
+    }
+    void insert(const std::string &name, const Blob &b) { check(blob_map_insert(h_, name.c_str(), b.get())); }
+    void push(const std::string &name, const Blob &b) { check(blob_map_push(h_, name.c_str(), b.get())); }
+    void set_kind(const std::string &name, const std::string &kind) { check(blob_map_set_kind(h_, name.c_str(), kind.c_str())); }
+    size_t metadata_size() const { return q<size_t>([&](size_t *o) { return blob_map_metadata_len(h_, o); }); }
+    std::pair<std::string, std::string> metadata_at(size_t i) const {
+        const char *k = nullptr, *v = nullptr;
+        check(blob_map_metadata_at(h_, i, &k, &v));
+        return {k, v};
+    }
+    std::string metadata(const std::string &key) const {
+        return q<const char *>([&](const char **o) { return blob_map_metadata_get(h_, key.c_str(), o); });
+    }
+    void set_metadata(const std::string &key, const std::string &value) {
+        check(blob_map_set_metadata(h_, key.c_str(), value.c_str()));
+    }
+    ::BlobMap *get() const noexcept { return h_; }
+
+private:
+    template <typename T, typename F>
+    T q(F f) const {
+        T v{};
+        check(f(&v));
+        return v;
+    }
+    void reset() noexcept {
+        if (h_) blob_map_free(h_);
+        h_ = nullptr;
+    }
+    ::BlobMap *h_ = nullptr;
+};
+
 }  // namespace blob
 
 #endif  // BLOB_HPP

@@ -20,6 +20,20 @@ fn as_blob(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<Blob> {
     Ok(converted.cast::<PyBlob>()?.get().b.clone())
 }
 
+/// Any mapping (a dict, or anything ``dict()`` takes) as a dict.
+fn as_dict<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyDict>> {
+    if let Ok(d) = obj.cast::<PyDict>() {
+        return Ok(d.clone());
+    }
+    let made = obj
+        .py()
+        .import("builtins")?
+        .getattr("dict")?
+        .call1((obj,))
+        .map_err(|_| raise("InvalidArgumentError", format!("{what} must be a mapping, got {}", obj.get_type())))?;
+    Ok(made.cast_into::<PyDict>()?)
+}
+
 fn key_of(k: &Bound<'_, PyAny>) -> PyResult<String> {
     match k.cast::<PyString>() {
         Ok(s) => Ok(s.to_str()?.to_owned()),
@@ -60,19 +74,21 @@ pub fn safetensors_metadata<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bou
     Ok(d)
 }
 
-/// Saves a dict of name -> Blob (or array) as a safetensors file, with
-/// ``metadata`` (a dict of str -> str) as its ``__metadata__``. Written
+/// Saves a mapping of name -> Blob (or array) as a safetensors file, with
+/// ``metadata`` (a mapping of str -> str) as its ``__metadata__``. Written
 /// atomically: a failed save leaves an existing file as it was.
 #[pyfunction]
 #[pyo3(signature = (path, blobs, metadata=None))]
-pub fn save_safetensors(py: Python<'_>, path: PathBuf, blobs: &Bound<'_, PyDict>, metadata: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+pub fn save_safetensors(py: Python<'_>, path: PathBuf, blobs: &Bound<'_, PyAny>, metadata: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let blobs = as_dict(blobs, "blobs")?;
+    let metadata = metadata.filter(|m| !m.is_none()).map(|m| as_dict(m, "metadata")).transpose()?;
     let mut m = BlobMap::new();
     for (k, v) in blobs.iter() {
         let name = key_of(&k)?;
         let b = as_blob(py, &name, &v)?;
         m.insert(name, b);
     }
-    if let Some(md) = metadata {
+    if let Some(md) = &metadata {
         for (k, v) in md.iter() {
             let key = key_of(&k)?;
             let value = v
@@ -112,7 +128,9 @@ pub fn load_caffemodel<'py>(py: Python<'py>, path: PathBuf, engine: Option<PyRef
 /// layer types by name.
 #[pyfunction]
 #[pyo3(signature = (path, layers, types=None))]
-pub fn save_caffemodel(py: Python<'_>, path: PathBuf, layers: &Bound<'_, PyDict>, types: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+pub fn save_caffemodel(py: Python<'_>, path: PathBuf, layers: &Bound<'_, PyAny>, types: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let layers = as_dict(layers, "layers")?;
+    let types = types.filter(|t| !t.is_none()).map(|t| as_dict(t, "types")).transpose()?;
     let mut m = BlobMap::new();
     for (k, v) in layers.iter() {
         let name = key_of(&k)?;
@@ -121,7 +139,7 @@ pub fn save_caffemodel(py: Python<'_>, path: PathBuf, layers: &Bound<'_, PyDict>
             .map_err(|_| raise("InvalidArgumentError", format!("layer {name:?}: expected a list of blobs, got {}", v.get_type())))?
             .collect::<PyResult<_>>()?;
         let blobs = items.iter().map(|b| as_blob(py, &name, b)).collect::<PyResult<Vec<_>>>()?;
-        let kind = match types.map(|t| t.get_item(&name)).transpose()?.flatten() {
+        let kind = match types.as_ref().map(|t| t.get_item(&name)).transpose()?.flatten() {
             Some(t) => t
                 .cast::<PyString>()
                 .map_err(|_| raise("InvalidArgumentError", format!("types[{name:?}] must be str")))?

@@ -77,6 +77,9 @@ def test_readme_snippets_run(tmp_path, monkeypatch, capsys):
     back = bc.Blob.tensor([1, 25, 20, 20])
     back.reorder_from(scope["b8"])  # type: ignore[arg-type]
     np.testing.assert_array_equal(np.asarray(back), nchw)
+    assert scope["st_meta"] == {"format": "np"} and not scope["st_w"].writeable  # type: ignore[attr-defined]
+    assert scope["st_fresh"]["layer0.weight"].writeable  # type: ignore[index]
+    assert [b.shape for b in scope["net_params"]["ip1"]] == [(4, 3), (4,)]  # type: ignore[index]
     mean = np.asarray(scope["mean"])
     assert mean.shape == (1, 3, 256, 256)
     np.testing.assert_array_equal(np.load("imagenet_mean.npy"), mean)

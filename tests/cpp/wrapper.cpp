@@ -162,6 +162,28 @@ int main(int argc, char **argv) {
             CHECK(!mapped.is_writable() && mapped.asum() == 3.0);
             CHECK(status_of([&] { blob::Blob::load_npy_mapped(dir + "/wrapper.npy", "w"); }) == BLOB_ERR_INVALID_ARGUMENT);
         }
+        {
+            // Weight files through BlobMap: safetensors and .caffemodel.
+            blob::BlobMap m;
+            m.insert("w", f);
+            m.set_metadata("format", "cpp");
+            m.save_safetensors(dir + "/wrapper.safetensors");
+            auto back = blob::BlobMap::load_safetensors(dir + "/wrapper.safetensors");
+            CHECK(back.size() == 1 && back.name(0) == "w" && back.count(0) == 1 && back.metadata("format") == "cpp");
+            CHECK(back.metadata_size() == 1 && back.metadata_at(0).second == "cpp");
+            auto w = back.get("w");
+            CHECK(!w.is_writable() && w.asum() == 3.0);
+            CHECK(blob::BlobMap::load_safetensors(dir + "/wrapper.safetensors", false).at(0).is_writable());
+            blob::BlobMap net;
+            net.push("ip", f);
+            net.push("ip", f);
+            net.set_kind("ip", "InnerProduct");
+            net.save_caffemodel(dir + "/wrapper.caffemodel");
+            auto loaded = blob::BlobMap::load_caffemodel(dir + "/wrapper.caffemodel");
+            CHECK(loaded.count(0) == 2 && loaded.kind(0) == "InnerProduct" && loaded.at(0, 1).asum() == 3.0);
+            CHECK(status_of([&] { loaded.get("ip"); }) == BLOB_ERR_INVALID_ARGUMENT);
+            CHECK(status_of([&] { blob::BlobMap::load_caffemodel(dir + "/wrapper.safetensors"); }) == BLOB_ERR_FORMAT);
+        }
         CHECK(blob::Blob::load_neoml(dir + "/wrapper.neoml").rank() == 7);
         CHECK(blob::Blob::from_caffe_bytes(f.to_caffe_bytes()).asum() == 3.0);
         CHECK(blob::Blob::from_npy_bytes(f.to_npy_bytes()).asum() == 3.0);

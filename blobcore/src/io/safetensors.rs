@@ -150,6 +150,9 @@ struct Out {
     bytes: crate::blob::HostRef,
 }
 
+/// The `__metadata__` as the crate takes it.
+type HeaderMetadata = Option<HashMap<String, String>>;
+
 fn st_error(e: ::safetensors::SafeTensorError) -> Error {
     err!(InvalidArgument, "{FORMAT}: {e}")
 }
@@ -211,7 +214,7 @@ impl BlobMap {
     }
 
     /// The tensors to write: one dense blob per entry, checked.
-    fn safetensors_out(&self) -> Result<(Vec<(String, Out)>, Option<HashMap<String, String>>)> {
+    fn safetensors_out(&self) -> Result<(Vec<(String, Out)>, HeaderMetadata)> {
         let mut out = Vec::with_capacity(self.len());
         for e in self.entries() {
             let name = e.name();
