@@ -26,7 +26,7 @@ use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
 use crate::io::caffe::{BlobProto, BlobShape};
-use crate::io::{byte_order, io_err, write_file};
+use crate::io::{byte_order, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use bytes::Bytes;
 use prost::Message;
@@ -342,9 +342,7 @@ impl BlobMap {
 
     /// The map encoded as a `.caffemodel` in memory.
     pub fn to_caffemodel_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        self.write_caffemodel(&mut v)?;
-        Ok(v)
+        to_vec(|w| self.write_caffemodel(w))
     }
 
     fn write_caffemodel(&self, w: &mut dyn Write) -> Result<()> {

@@ -68,6 +68,14 @@ pub(crate) fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Resu
     result
 }
 
+/// What a file writer writes, collected in memory (the `to_*_bytes` twin
+/// of a `save_*` that goes through [`write_file`]).
+pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    write(&mut v)?;
+    Ok(v)
+}
+
 /// Maps a writer's failure to an Io error.
 pub(crate) fn io_err(e: std::io::Error) -> Error {
     err!(Io, "write failed: {e}")

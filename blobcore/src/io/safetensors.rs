@@ -22,7 +22,7 @@ use crate::blob_map::BlobMap;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
-use crate::io::{file_shape, io_err, write_file};
+use crate::io::{file_shape, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use crate::shape::Shape;
 use ::safetensors::tensor::{Dtype, Metadata, TensorInfo};
@@ -243,9 +243,7 @@ impl BlobMap {
 
     /// The map encoded as a safetensors file in memory.
     pub fn to_safetensors_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = Vec::new();
-        self.write_safetensors(&mut v)?;
-        Ok(v)
+        to_vec(|w| self.write_safetensors(w))
     }
 
     /// Writes the file: the crate's `Metadata` (validated, serialized by
