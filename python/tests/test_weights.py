@@ -161,6 +161,8 @@ def test_opening_a_large_file_is_o1_in_resident_memory(tmp_path):
         import blobcore as bc, numpy as np
         def rss():
             return int(open("/proc/self/statm").read().split()[1]) * 4096
+        # Start the engine first (the GPU engine loads its driver on first use).
+        _w = bc.Blob.tensor([4]); _w.fill(1.0); float(np.asarray(_w).sum())
         r0 = rss()
         d = bc.load_safetensors({str(p)!r})
         r1 = rss()
@@ -356,6 +358,8 @@ def test_a_few_hundred_mb_caffemodel_loads_holding_one_copy(tmp_path, caffe_pb):
         import numpy as np, blobcore as bc
         def hwm():  # this process's peak RSS (ru_maxrss would count the forking parent's)
             return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM"))
+        # Start the engine first (the GPU engine loads its driver on first use).
+        _w = bc.Blob.tensor([4]); _w.fill(1.0); float(np.asarray(_w).sum())
         r0 = hwm()
         d = bc.load_caffemodel({str(p)!r})
         peak = hwm()
