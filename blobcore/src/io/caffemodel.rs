@@ -26,7 +26,7 @@ use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
 use crate::io::caffe::{BlobProto, BlobShape};
-use crate::io::{byte_order, io_err, to_vec, write_file};
+use crate::io::{byte_order, in_file, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use bytes::Bytes;
 use prost::Message;
@@ -371,16 +371,6 @@ impl BlobMap {
             w.write_all(&buf).map_err(io_err)?;
         }
         Ok(())
-    }
-}
-
-/// Prefixes a decoding error with the file's path.
-fn in_file(e: Error, path: &Path) -> Error {
-    let m = format!("{}: {}", path.display(), e.message());
-    match e {
-        Error::Io(_) | Error::OutOfMemory(_) => e,
-        Error::DType(_) => Error::DType(m),
-        _ => Error::Format(m),
     }
 }
 

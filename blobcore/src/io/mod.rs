@@ -76,6 +76,18 @@ pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result
     Ok(v)
 }
 
+/// A decoding error of the file at `path`, prefixed with the path: Io and
+/// OutOfMemory errors pass through (they name the path already), DType
+/// errors stay DType, anything else is a Format error.
+pub(crate) fn in_file(e: Error, path: &Path) -> Error {
+    let m = format!("{}: {}", path.display(), e.message());
+    match e {
+        Error::Io(_) | Error::OutOfMemory(_) => e,
+        Error::DType(_) => Error::DType(m),
+        _ => Error::Format(m),
+    }
+}
+
 /// Maps a writer's failure to an Io error.
 pub(crate) fn io_err(e: std::io::Error) -> Error {
     err!(Io, "write failed: {e}")

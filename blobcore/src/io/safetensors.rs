@@ -22,7 +22,7 @@ use crate::blob_map::BlobMap;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
-use crate::io::{file_shape, io_err, to_vec, write_file};
+use crate::io::{file_shape, in_file, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use crate::shape::Shape;
 use ::safetensors::tensor::{Dtype, Metadata, TensorInfo};
@@ -272,15 +272,6 @@ impl BlobMap {
             w.write_all(o.bytes.bytes()).map_err(io_err)?;
         }
         Ok(())
-    }
-}
-
-/// Prefixes a decoding error with the file's path.
-fn in_file(e: Error, path: &Path) -> Error {
-    let m = format!("{}: {}", path.display(), e.message());
-    match e {
-        Error::DType(_) => Error::DType(m),
-        _ => Error::Format(m),
     }
 }
 
