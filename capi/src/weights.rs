@@ -67,16 +67,19 @@ fn with<R>(h: *const BlobMap, f: impl FnOnce(&Held) -> Result<R, Error>) -> Resu
     f(maps.get(&(h as usize)).ok_or_else(|| not_live(h))?)
 }
 
-/// Runs `f` on the map behind a handle for a change, then refreshes its strings.
-fn change(h: *mut BlobMap, f: impl FnOnce(&mut blobcore::BlobMap) -> Result<(), Error>) -> Result<(), Error> {
+/// Runs `f` on the map behind a handle for a change, then refreshes its
+/// strings. What `f` returns (blobs it replaced) is dropped by the caller
+/// after the registry's lock is released: releasing a blob's memory may
+/// call back into C.
+fn change<R>(h: *mut BlobMap, f: impl FnOnce(&mut blobcore::BlobMap) -> Result<R, Error>) -> Result<R, Error> {
     if h.is_null() {
         return Err(Error::NullPointer("map is NULL".into()));
     }
     let mut maps = MAPS.write().unwrap_or_else(|e| e.into_inner());
     let held = maps.get_mut(&(h as usize)).ok_or_else(|| not_live(h))?;
-    f(&mut held.map)?;
+    let r = f(&mut held.map)?;
     held.refresh();
-    Ok(())
+    Ok(r)
 }
 
 fn entry_index(held: &Held, i: usize) -> Result<usize, Error> {
@@ -202,10 +205,13 @@ pub extern "C" fn blob_map_insert(map: *mut BlobMap, name: *const c_char, b: *co
     ffi!({
         let name = text(name, "name")?;
         let b = handles::blob(b, "blob")?;
-        change(map, |m| {
+        let replaced = change(map, |m| {
+            let old = m.blobs(name).map(<[blobcore::Blob]>::to_vec);
             m.insert(name, b);
-            Ok(())
-        })
+            Ok(old)
+        })?;
+        drop(replaced);
+        Ok(())
     })
 }
 

@@ -24,7 +24,7 @@ use crate::blob::Blob;
 use crate::blob_map::BlobMap;
 use crate::dtype::DType;
 use crate::engine::Engine;
-use crate::error::{err, Error, Result};
+use crate::error::{err, Result};
 use crate::io::caffe::{BlobProto, BlobShape};
 use crate::io::{byte_order, in_file, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
@@ -377,6 +377,7 @@ impl BlobMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     fn e() -> Engine {
         Engine::cpu()
