@@ -795,11 +795,6 @@ impl Blob {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// True when the two blobs' data share at least one byte of memory.
-    pub fn shares_memory(&self, other: &Blob) -> bool {
-        self.snapshot().overlaps(&other.snapshot())
-    }
-
     // ------------------------------------------------------------ shape changes
 
     fn refuse_companion(&self, what: &str) -> Result<()> {
@@ -850,9 +845,13 @@ impl Blob {
             }
         }
         let es = self.dtype().size();
-        let apply = |st: &mut State| {
+        // Replaced memory is dropped only after the locks are released:
+        // dropping it may run a release callback (foreign code).
+        let mut old: Vec<Arc<Storage>> = Vec::new();
+        let mut apply = |st: &mut State| {
             if shape.count() > st.capacity {
-                st.storage = Storage::lazy_on(shape.count() * es, self.engine().gpu_device().cloned());
+                let fresh = Storage::lazy_on(shape.count() * es, self.engine().gpu_device().cloned());
+                old.push(std::mem::replace(&mut st.storage, fresh));
                 st.offset = 0;
                 st.capacity = shape.count();
             }
@@ -866,6 +865,8 @@ impl Blob {
         if let Some(d) = &diff {
             d.inner.bytes_hint.store(shape.count() * es, Ordering::Relaxed);
         }
+        drop((st, diff_st));
+        drop(old);
         Ok(())
     }
 
@@ -943,9 +944,12 @@ impl Blob {
         if let Some(why) = self.busy_reason(&st) {
             return Err(err!(Busy, "cannot replace this blob's memory: {why}"));
         }
-        st.storage = src.storage;
+        let old = std::mem::replace(&mut st.storage, src.storage);
         st.offset = src.offset;
         st.capacity = src.shape.count();
+        // The old memory goes after the lock (its release may run foreign code).
+        drop(st);
+        drop(old);
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! Element data types: the runtime [`DType`] tag and the [`Element`] trait
 //! that ties each tag to a Rust type.
 
+use crate::convert;
 use crate::error::{err, Result};
 use half::{bf16, f16};
 use std::fmt;
@@ -124,8 +125,9 @@ pub unsafe trait Element:
 {
     /// The runtime tag of this type.
     const DTYPE: DType;
-    /// Converts a double to this type: floats round to nearest, integers
-    /// truncate toward zero and saturate at their range (NaN becomes 0).
+    /// Converts a double to this type: floats round once to nearest even
+    /// ([`crate::convert`]), integers truncate toward zero and saturate at
+    /// their range (NaN becomes 0).
     fn from_f64(v: f64) -> Self;
     /// Widens to a double (exact for every type but i64 beyond 2^53).
     fn to_f64(self) -> f64;
@@ -222,36 +224,36 @@ unsafe impl Element for f64 {
 }
 
 macro_rules! half_element {
-    ($t:ty, $d:expr) => {
+    ($t:ty, $d:expr, $from64:path, $from32:path, $to32:path) => {
         // SAFETY: half's types are repr(transparent) over u16; every bit
         // pattern is a valid (possibly NaN) value.
         unsafe impl Element for $t {
             const DTYPE: DType = $d;
             #[inline]
             fn from_f64(v: f64) -> Self {
-                <$t>::from_f64(v)
+                $from64(v)
             }
             #[inline]
             fn to_f64(self) -> f64 {
-                <$t>::to_f64(self)
+                $to32(self) as f64
             }
             #[inline]
             fn add(a: Self, b: Self) -> Self {
-                <$t>::from_f32(a.to_f32() + b.to_f32())
+                $from32($to32(a) + $to32(b))
             }
             #[inline]
             fn sub(a: Self, b: Self) -> Self {
-                <$t>::from_f32(a.to_f32() - b.to_f32())
+                $from32($to32(a) - $to32(b))
             }
             #[inline]
             fn scale(x: Self, factor: f64) -> Self {
-                <$t>::from_f32(x.to_f32() * factor as f32)
+                $from32($to32(x) * factor as f32)
             }
         }
     };
 }
-half_element!(f16, DType::F16);
-half_element!(bf16, DType::BF16);
+half_element!(f16, DType::F16, convert::f64_to_f16, convert::f32_to_f16, convert::f16_to_f32);
+half_element!(bf16, DType::BF16, convert::f64_to_bf16, convert::f32_to_bf16, convert::bf16_to_f32);
 
 /// Calls `$body` with the type alias `$T` bound to the Rust type of `$dtype`.
 macro_rules! dispatch {

@@ -145,7 +145,7 @@ impl Blob {
         drop(st);
         let region = self.snapshot();
         let shape = region.shape.dims().to_vec();
-        self.export_region(region.storage, region.offset, shape, write)
+        self.export_region(region.storage, region.offset, shape, write, write)
     }
 
     /// Exports elements `[pos, pos + size)` of the blob's memory in memory
@@ -158,6 +158,21 @@ impl Blob {
     /// As [`Blob::export_range`]; with `write` false the holder only reads
     /// (the head does not move to the host, as [`Blob::export_for`]).
     pub fn export_range_for(&self, pos: i64, size: i64, write: bool) -> Result<Export> {
+        self.export_range_pinned(pos, size, write, write)
+    }
+
+    /// The export behind a NeoML buffer (`GetBuffer(pos, size, exchange)`
+    /// for the C and Python faces): the memory is writable unless the blob
+    /// is read-only, whatever `exchange` says. `exchange` = the holder
+    /// reads current data first: the pin is then a reader's, so a GPU
+    /// blob's head may stay Synced and the holder's writes land when the
+    /// buffer is released with exchange ([`Blob::release_buffer`]);
+    /// without it the holder overwrites, and the head moves to the host now.
+    pub fn export_buffer(&self, pos: i64, size: i64, exchange: bool) -> Result<Export> {
+        self.export_range_pinned(pos, size, true, !exchange)
+    }
+
+    fn export_range_pinned(&self, pos: i64, size: i64, writable: bool, write_pin: bool) -> Result<Export> {
         let pos = non_negative(pos, "export position")?;
         let size = non_negative(size, "export size")?;
         let (storage, offset, len) = {
@@ -168,18 +183,18 @@ impl Blob {
         if pos.checked_add(size).is_none_or(|end| end > len) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        self.export_region(storage, offset + pos, vec![size], write)
+        self.export_region(storage, offset + pos, vec![size], writable, write_pin)
     }
 
-    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>, write: bool) -> Result<Export> {
+    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>, writable: bool, write_pin: bool) -> Result<Export> {
         let es = self.dtype().size();
         let start = offset * es;
         let len = shape.iter().product::<usize>() * es;
         if start + len > storage.len() {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
-        let writable = write && storage.is_writable();
-        let (pin, base) = storage.pin_host(writable)?;
+        let writable = writable && storage.is_writable();
+        let (pin, base) = storage.pin_host(write_pin && writable)?;
         // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
         Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable })

@@ -40,6 +40,7 @@
 
 pub mod blob;
 pub mod blob_map;
+pub(crate) mod convert;
 pub mod buffer;
 pub mod dtype;
 pub mod engine;
@@ -52,6 +53,7 @@ pub mod io;
 pub mod layout;
 pub mod mapped;
 pub mod ops;
+pub(crate) mod overlap;
 pub mod shape;
 pub mod storage;
 pub mod view;

@@ -226,6 +226,16 @@ impl Storage {
         lock(&self.state).head
     }
 
+    /// The address of the host memory, if it exists yet (nothing is
+    /// allocated): what overlap checks compare ([`crate::overlap`]).
+    pub(crate) fn host_addr(&self) -> Option<usize> {
+        match &lock(&self.state).host {
+            HostMem::None => None,
+            HostMem::Heap { ptr, .. } | HostMem::External { ptr, .. } => Some(ptr.as_ptr() as usize),
+            HostMem::Mapped(m) => Some(m.as_ptr() as usize),
+        }
+    }
+
     /// True once host memory exists (allocated or external).
     pub fn is_host_allocated(&self) -> bool {
         !matches!(lock(&self.state).host, HostMem::None)

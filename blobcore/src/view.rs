@@ -187,11 +187,14 @@ impl Blob {
         if (offset + rows * row) * es > pst.storage.len() {
             return Err(err!(Internal, "window region exceeds the parent's memory"));
         }
-        st.storage = Arc::clone(&pst.storage);
+        let old = std::mem::replace(&mut st.storage, Arc::clone(&pst.storage));
         st.offset = offset;
         if let Some(View { kind: ViewKind::Window { pos: p, .. }, .. }) = &mut st.view {
             *p = pos;
         }
+        // Memory is let go only after the locks (a release may run foreign code).
+        drop((st, pst));
+        drop(old);
         Ok(())
     }
 

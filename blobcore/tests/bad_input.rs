@@ -61,9 +61,6 @@ fn fixtures() -> Fx {
 }
 
 /// The first two columns of a [2, 3] blob: a square view of its memory.
-fn square(b: &Blob) -> Blob {
-    b.index(&[Index::ALL, Index::Range { start: None, stop: Some(2), step: None }]).unwrap()
-}
 
 /// Everything observable about the fixtures.
 fn digest(f: &Fx) -> Vec<(Vec<usize>, DType, Vec<u8>, usize)> {
@@ -212,12 +209,11 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         // NeoML named dims on the padded 7 dims.
         SHAPE, "differ only at axis 6", |f| Blob::merge_dim(&[&f.a, &f.v], BlobDim::Channels, &f.c);
         SHAPE, "add up", |f| Blob::merge_dim(&[&f.a], BlobDim::Channels, &Blob::tensor(&f.e, DType::F32, &[2, 3, 1, 1, 1, 1, 2])?);
-        INVALID_ARGUMENT, "shares memory", |f| Blob::merge_dim(&[&f.w, &f.w], BlobDim::BatchLength, &f.a);
         DTYPE, "", |f| Blob::merge_dim(&[&f.a, &f.a], BlobDim::Channels, &f.b);
         INVALID_ARGUMENT, "empty", |f| Blob::merged_dim(&[], BlobDim::Channels);
         SHAPE, "differ only", |f| Blob::merged_dim(&[&f.a, &f.c], BlobDim::Channels);
         SHAPE, "add up", |f| Blob::split_dim(&f.a, BlobDim::BatchWidth, &[&Blob::tensor(&f.e, DType::F32, &[2, 2])?]);
-        INVALID_ARGUMENT, "shares memory with the source", |f| Blob::split_dim(&f.a, BlobDim::BatchLength, &[&f.w, &f.w]);
+        INVALID_ARGUMENT, "destinations 0 and 1 share memory", |f| Blob::split_dim(&f.a, BlobDim::BatchLength, &[&f.w, &f.w]);
         SHAPE, "do not add up", |f| f.a.split_sizes_dim(BlobDim::Channels, &[2]);
         SHAPE, "do not divide", |f| f.a.split_equal_dim(BlobDim::BatchWidth, 2);
         SHAPE, "rank 8", |f| Blob::tensor(&f.e, DType::F32, &[1; 8])?.transposed_dims(BlobDim::Height, BlobDim::Width);
@@ -253,7 +249,6 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "dtypes differ", |f| f.c.permute_from(&f.b, &[1, 0]);
         SHAPE, "destination", |f| f.a.permute_from(&f.a, &[1, 0]);
         SHAPE, "destination", |f| f.a.permute_from(&f.c, &[0, 1]);
-        INVALID_ARGUMENT, "share memory", |f| square(&f.a).permute_from(&square(&f.a), &[1, 0]);
         // Merge and split.
         INVALID_ARGUMENT, "empty", |f| Blob::merge(&[], 0, &f.a);
         DTYPE, "", |f| Blob::merge(&[&f.a, &f.b], 0, &f.v);
@@ -264,8 +259,7 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         INVALID_ARGUMENT, "empty", |f| Blob::split(&f.a, 0, &[]);
         DTYPE, "", |f| Blob::split(&f.a, 0, &[&f.b]);
         SHAPE, "differ only at axis", |f| Blob::split(&f.a, 1, &[&f.c]);
-        INVALID_ARGUMENT, "shares memory", |f| Blob::split(&f.a, 0, &[&f.w, &f.w]);
-        INVALID_ARGUMENT, "shares memory", |f| Blob::merge(&[&f.w, &f.w], 0, &f.a);
+        INVALID_ARGUMENT, "destinations 0 and 1 share memory", |f| Blob::split(&f.a, 0, &[&f.w, &f.w]);
         INVALID_ARGUMENT, "empty", |f| Blob::merge_objects(&[], &f.a);
         SHAPE, "", |f| Blob::merge_objects(&[&f.v], &f.a);
         SHAPE, "", |f| Blob::merge_objects(&[&f.c], &f.a);

@@ -35,15 +35,13 @@ pub extern "C" fn blob_copy_from_host(b: *mut Blob, src: *const c_void, byte_len
         if byte_len != b.byte_size() {
             return Err(Error::InvalidArgument(format!("{byte_len} bytes given for a blob of {} bytes", b.byte_size())));
         }
-        let s: &[u8] = if byte_len == 0 {
-            &[]
-        } else if src.is_null() {
+        if byte_len != 0 && src.is_null() {
             return Err(Error::NullPointer("src is NULL".into()));
-        } else {
-            // SAFETY: non-NULL; the caller promises byte_len readable bytes.
-            unsafe { std::slice::from_raw_parts(src as *const u8, byte_len) }
-        };
-        b.copy_from_bytes(s)
+        }
+        // SAFETY: non-NULL (or nothing is read); the caller promises
+        // byte_len readable bytes, which may be the blob's own memory
+        // (blob_raw): the core copies them first then.
+        unsafe { b.copy_from_host_ptr(src as *const u8, byte_len) }
     })
 }
 

@@ -240,3 +240,30 @@ pub extern "C" fn blob_legacy_shape(b: *const Blob, idx: i32, out: *mut i64) -> 
 pub extern "C" fn blob_head(b: *const Blob, out: *mut i32) -> i32 {
     query(b, out, |b| Ok(b.head() as i32))
 }
+
+/// `numpy.shares_memory`: writes true when some byte of memory is an
+/// element of both blobs, however each reaches it (views of one blob, or
+/// memory wrapped with `blob_wrap` over another blob's `blob_raw`). Exact
+/// for strided views.
+#[no_mangle]
+pub extern "C" fn blob_shares_memory(a: *const Blob, b: *const Blob, out_shares: *mut bool) -> i32 {
+    ffi!({
+        let o = out(out_shares, "out")?;
+        let (a, b) = (handles::blob(a, "a")?, handles::blob(b, "b")?);
+        put(o, a.shares_memory(&b));
+        Ok(())
+    })
+}
+
+/// `numpy.may_share_memory`: writes true when the bounds of the two
+/// blobs' memory meet (constant time; may say true for interleaved views
+/// that share nothing).
+#[no_mangle]
+pub extern "C" fn blob_may_share_memory(a: *const Blob, b: *const Blob, out_may: *mut bool) -> i32 {
+    ffi!({
+        let o = out(out_may, "out")?;
+        let (a, b) = (handles::blob(a, "a")?, handles::blob(b, "b")?);
+        put(o, a.may_share_memory(&b));
+        Ok(())
+    })
+}

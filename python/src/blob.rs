@@ -779,8 +779,13 @@ impl PyBlob {
         let buf = Foreign::get(&arr, false)?;
         core(self.b.check_source_dims(&buf.shape()))?;
         let b = self.b.clone();
-        let bytes = buf.bytes();
-        run(py, b.is_small(), || b.copy_from_bytes(bytes))
+        let (ptr, len) = (buf.ptr() as usize, buf.len());
+        // SAFETY: the exporter lent `len` readable bytes at `ptr`, held by
+        // `buf` until this call returns; they may be this blob's own memory
+        // (numpy.asarray(b)), which the core copies first.
+        run(py, b.is_small(), move || unsafe { b.copy_from_host_ptr(ptr as *const u8, len) })?;
+        drop(buf);
+        Ok(())
     }
 
     /// NeoML ``CopyTo(dst, size)``: copies the first ``out.size`` elements
@@ -895,13 +900,15 @@ impl PyBlob {
     }
 
     /// NeoML ``GetBuffer``: a writable ndarray view of [pos, pos + size)
-    /// (raw memory order for blobs with a layout), pushed on the blob's
-    /// buffer stack; give it back with ``release_buffer``.
+    /// (raw memory order for blobs with a layout; read-only only when the
+    /// blob is), pushed on the blob's buffer stack; give it back with
+    /// ``release_buffer``. ``exchange``: the buffer holds current data;
+    /// on release, that what was written lands.
     fn get_buffer<'py>(&self, py: Python<'py>, pos: i64, size: i64, exchange: bool) -> PyResult<Bound<'py, PyAny>> {
         // NeoML: with exchange the holder reads current data and what it
-        // writes lands only when released with exchange (the head moves
-        // then); without, it will overwrite the data (the head moves now).
-        let export = core(self.b.export_range_for(pos, size, !exchange))?;
+        // writes lands when released with exchange (the head moves then);
+        // without, it will overwrite the data (the head moves now).
+        let export = core(self.b.export_buffer(pos, size, exchange))?;
         core(self.b.get_buffer(pos, size, exchange))?;
         Held::array(py, export, false)
     }

@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub(crate) mod pool;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};

@@ -3,7 +3,7 @@
 use crate::blob::Blob;
 use crate::dtype::{dispatch, Element};
 use crate::error::{err, Result};
-use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut};
+use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut, source_for, Source};
 
 #[derive(Clone, Copy)]
 enum BinOp {
@@ -57,19 +57,26 @@ impl Blob {
     fn binary(&self, other: &Blob, op: BinOp) -> Result<()> {
         let name = op.name();
         if self.dtype() != other.dtype() {
-            return Err(err!(DType, "{name}: dtypes differ ({} and {})", self.dtype(), other.dtype()));
+            return Err(err!(DType, "{name}: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), other.dtype()));
         }
+        if self.dims() != other.dims() {
+            return Err(err!(Shape, "{name}: dims differ ({:?} and {:?})", self.dims(), other.dims()));
+        }
+        let (other, same) = match source_for(self, other)? {
+            Source::Same => (other.clone(), true),
+            Source::Apart(s) => (s, false),
+        };
         let dst = self.snapshot();
         let src = other.snapshot();
         if dst.shape != src.shape {
             return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
         }
-        if let Some(g) = gpu::common_gpu(&[self, other]) {
-            if (dst.same_bytes(&src) || !dst.overlaps(&src)) && gpu::binary(&g, dst.clone(), src.clone(), matches!(op, BinOp::Sub))? {
+        if let Some(g) = gpu::common_gpu(&[self, &other]) {
+            if gpu::binary(&g, dst.clone(), src.clone(), matches!(op, BinOp::Sub))? {
                 return Ok(());
             }
         }
-        if dst.same_bytes(&src) {
+        if same {
             let mut w = dst.write()?;
             dispatch!(self.dtype(), T => par_chunks_mut(w.typed_mut::<T>(), |c| op.apply_self(c)));
             return Ok(());

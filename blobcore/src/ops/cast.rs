@@ -3,25 +3,30 @@
 //! Rules, per element, as NumPy's `astype` (C casts) where NumPy defines
 //! the result:
 //! - integer to integer wraps modulo 2^bits (`int64(-1)` to `uint8` is 255);
-//! - integer to float rounds to nearest (float16 through float64,
-//!   bfloat16 through float32, as ml_dtypes);
-//! - float to float rounds to nearest even (float32 to bfloat16 as
-//!   ml_dtypes; float64 to bfloat16 rounds once, directly);
+//! - integer to float and float to float round once, to nearest even,
+//!   from the exact source value ([`crate::convert`]): float64 and 32/64-bit
+//!   integers into bfloat16 round directly, where ml_dtypes and PyTorch
+//!   round through float32 (twice);
 //! - float to integer truncates toward zero. Out of range and NaN are
 //!   undefined in C, so NumPy's results vary by platform; here they
 //!   saturate at the target's range and NaN becomes 0.
 
 use crate::blob::Blob;
+use crate::convert;
 use crate::dtype::{dispatch, DType, Element};
 use crate::error::Result;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-/// An element widened without loss: integers to i64, floats to f64.
+/// An element widened without loss: integers to i64, float16/bfloat16
+/// and float32 to f32 (exact), float64 as itself. Keeping float32 apart
+/// from float64 lets each narrowing pick its one correctly rounded
+/// routine ([`crate::convert`]) instead of rounding twice.
 #[derive(Clone, Copy)]
 enum Wide {
     Int(i64),
-    Float(f64),
+    F32(f32),
+    F64(f64),
 }
 
 trait Castable: Element {
@@ -40,7 +45,8 @@ macro_rules! int_castable {
             fn narrow(w: Wide) -> Self {
                 match w {
                     Wide::Int(v) => v as $t,   // wraps, as C and NumPy
-                    Wide::Float(v) => v as $t, // truncates; saturates out of range, NaN -> 0
+                    Wide::F32(v) => v as $t,   // truncates; saturates out of range, NaN -> 0
+                    Wide::F64(v) => v as $t,
                 }
             }
         }
@@ -51,13 +57,14 @@ int_castable!(i32, i64, u8, i8);
 impl Castable for f32 {
     #[inline]
     fn widen(self) -> Wide {
-        Wide::Float(self as f64)
+        Wide::F32(self)
     }
     #[inline]
     fn narrow(w: Wide) -> Self {
         match w {
-            Wide::Int(v) => v as f32,
-            Wide::Float(v) => v as f32,
+            Wide::Int(v) => v as f32, // Rust rounds to nearest even
+            Wide::F32(v) => v,
+            Wide::F64(v) => v as f32, // correctly rounded
         }
     }
 }
@@ -65,13 +72,14 @@ impl Castable for f32 {
 impl Castable for f64 {
     #[inline]
     fn widen(self) -> Wide {
-        Wide::Float(self)
+        Wide::F64(self)
     }
     #[inline]
     fn narrow(w: Wide) -> Self {
         match w {
             Wide::Int(v) => v as f64,
-            Wide::Float(v) => v,
+            Wide::F32(v) => v as f64,
+            Wide::F64(v) => v,
         }
     }
 }
@@ -79,13 +87,14 @@ impl Castable for f64 {
 impl Castable for f16 {
     #[inline]
     fn widen(self) -> Wide {
-        Wide::Float(self.to_f64())
+        Wide::F32(convert::f16_to_f32(self))
     }
     #[inline]
     fn narrow(w: Wide) -> Self {
         match w {
-            Wide::Int(v) => f16::from_f64(v as f64),
-            Wide::Float(v) => f16::from_f64(v),
+            Wide::Int(v) => convert::i64_to_f16(v),
+            Wide::F32(v) => convert::f32_to_f16(v),
+            Wide::F64(v) => convert::f64_to_f16(v),
         }
     }
 }
@@ -93,13 +102,14 @@ impl Castable for f16 {
 impl Castable for bf16 {
     #[inline]
     fn widen(self) -> Wide {
-        Wide::Float(self.to_f64())
+        Wide::F32(convert::bf16_to_f32(self))
     }
     #[inline]
     fn narrow(w: Wide) -> Self {
         match w {
-            Wide::Int(v) => bf16::from_f32(v as f32),
-            Wide::Float(v) => bf16::from_f64(v),
+            Wide::Int(v) => convert::i64_to_bf16(v),
+            Wide::F32(v) => convert::f32_to_bf16(v),
+            Wide::F64(v) => convert::f64_to_bf16(v),
         }
     }
 }
@@ -112,7 +122,7 @@ fn convert<S: Castable, D: Castable>(src: &[S], dst: &mut [D]) {
         }
     };
     if src.len() >= CHUNK * 2 {
-        dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(body);
+        crate::engine::pool::install(|| dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(body));
     } else {
         body((dst, src));
     }

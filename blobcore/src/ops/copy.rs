@@ -6,34 +6,41 @@ use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::ops::strided::{self, normalise, Axis};
-use crate::ops::{dst_src, gpu, par_copy};
+use crate::ops::{dst_src, gpu, par_copy, source_for, Source};
+use crate::overlap::Footprint;
 use crate::shape::Shape;
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
 impl Blob {
     /// NeoML `CopyFrom(other)`: copies `src`'s data into this blob. Dims and
-    /// dtypes must be equal. Copying a blob onto itself does nothing;
-    /// partly overlapping views are refused.
+    /// dtypes must be equal. Copying a blob onto itself does nothing; when
+    /// the two share memory otherwise (views of one blob, or the same
+    /// memory wrapped through NumPy, DLPack or C), the result is as if
+    /// `src` had been copied first, as in NumPy.
     pub fn copy_from(&self, src: &Blob) -> Result<()> {
         if self.dtype() != src.dtype() {
-            return Err(err!(DType, "copy_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+            return Err(err!(DType, "copy_from: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), src.dtype()));
         }
         if !self.is_dense() || !src.is_dense() {
             // Any layout on either side: a reorder does the copy.
             return self.reorder_from(src);
         }
+        if self.dims() != src.dims() {
+            return Err(err!(Shape, "copy_from: dims differ ({:?} and {:?})", self.dims(), src.dims()));
+        }
+        let src = match source_for(self, src)? {
+            Source::Same => return Ok(()),
+            Source::Apart(s) => s,
+        };
         let d = self.snapshot();
         let s = src.snapshot();
         if d.shape != s.shape {
             return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
         }
-        if d.same_bytes(&s) {
-            return Ok(());
-        }
-        if let Some(g) = gpu::common_gpu(&[self, src]) {
+        if let Some(g) = gpu::common_gpu(&[self, &src]) {
             let n = d.count();
             let one = gpu::Strided { dims: vec![n], dst_off: d.offset, dst_strides: vec![1], src_off: s.offset, src_strides: vec![1] };
-            if !d.overlaps(&s) && gpu::copies(&g, d.clone(), s.clone(), &[one])? {
+            if gpu::copies(&g, d.clone(), s.clone(), &[one])? {
                 return Ok(());
             }
         }
@@ -48,7 +55,7 @@ impl Blob {
     /// copy is a Shape error.
     pub fn copy_from_caffe(&self, src: &Blob, copy_diff: bool, reshape: bool) -> Result<()> {
         if self.dtype() != src.dtype() {
-            return Err(err!(DType, "copy_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+            return Err(err!(DType, "copy_from: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), src.dtype()));
         }
         if self.dims() != src.dims() {
             if !reshape {
@@ -235,6 +242,27 @@ impl Blob {
         ))
     }
 
+    /// [`Blob::copy_from_bytes`] from foreign memory (the C and Python
+    /// faces), which may be this blob's own memory reached another way
+    /// (`blob_raw`, `numpy.asarray`): the result is as if the source had
+    /// been copied first.
+    ///
+    /// # Safety
+    /// `src` must be valid for `len` readable bytes for the whole call (it
+    /// may be dangling when `len` is 0).
+    pub unsafe fn copy_from_host_ptr(&self, src: *const u8, len: usize) -> Result<()> {
+        if len == 0 {
+            return self.copy_from_bytes(&[]);
+        }
+        let theirs = Footprint::foreign(src as usize, 1, &[len], &[1]);
+        // SAFETY: the caller promises `len` readable bytes at `src`.
+        let bytes = unsafe { std::slice::from_raw_parts(src, len) };
+        if theirs.may_overlap(&self.footprint()) {
+            return self.copy_from_bytes(&bytes.to_vec());
+        }
+        self.copy_from_bytes(bytes)
+    }
+
     /// Copies raw bytes (native endianness) into the blob; the length must
     /// equal the blob's byte size exactly.
     pub fn copy_from_bytes(&self, src: &[u8]) -> Result<()> {
@@ -259,16 +287,26 @@ impl Blob {
     /// transposition engine's copy (tiled, vectorised, all cores); else
     /// row by row.
     ///
+    /// The source may be this blob's own memory reached another way: the
+    /// result is as if it had been copied first.
+    ///
     /// # Safety
     /// For every index `i` within the blob's dims, the element at
-    /// `src + sum(i[k] * strides[k]) * element_size` must be readable, and
-    /// none of it may be this blob's memory.
+    /// `src + sum(i[k] * strides[k]) * element_size` must be readable for
+    /// the whole call.
     pub unsafe fn copy_from_strided(&self, src: *const u8, strides: &[isize]) -> Result<()> {
         let dims = self.dims();
         if strides.len() != dims.len() {
             return Err(err!(Shape, "{} strides given for a blob of rank {}", strides.len(), dims.len()));
         }
         let es = self.dtype().size();
+        if Footprint::foreign(src as usize, es, &dims, strides).may_overlap(&self.footprint()) {
+            // Read the source into fresh memory first, then copy that.
+            let tmp = Blob::new(self.engine(), self.dtype(), self.shape())?;
+            // SAFETY: forwarded contract; `tmp` is new memory nobody else reaches.
+            unsafe { tmp.copy_from_strided(src, strides)? };
+            return self.copy_from(&tmp);
+        }
         let mut w = self.snapshot().into_write()?;
         let dst = w.bytes_mut();
         if dst.is_empty() {

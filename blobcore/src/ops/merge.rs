@@ -5,7 +5,8 @@
 use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
-use crate::ops::{gpu, par_copy, strided, TASK_BYTES};
+use crate::ops::{gpu, par_copy, source_for, strided, Source, TASK_BYTES};
+use crate::overlap::{Footprint, Overlap, OP_WORK};
 use crate::shape::{BlobDim, Shape};
 use rayon::prelude::*;
 
@@ -83,10 +84,7 @@ impl Plan {
             }
         } else {
             let rpt = self.rows_per_task();
-            whole
-                .par_chunks_mut(rpt * self.row)
-                .enumerate()
-                .for_each(|(t, d)| gather(t * rpt, d));
+            crate::engine::pool::install(|| whole.par_chunks_mut(rpt * self.row).enumerate().for_each(|(t, d)| gather(t * rpt, d)));
         }
     }
 
@@ -135,9 +133,11 @@ impl Plan {
             let lists: Vec<Vec<&mut [u8]>> = (0..tasks)
                 .map(|_| iters.iter_mut().map(|it| it.next().unwrap_or(&mut [])).collect())
                 .collect();
-            lists.into_par_iter().enumerate().for_each(|(t, mut outs)| {
-                let o0 = t * rpt;
-                scatter(o0, rpt.min(self.outer - o0), &mut outs);
+            crate::engine::pool::install(|| {
+                lists.into_par_iter().enumerate().for_each(|(t, mut outs)| {
+                    let o0 = t * rpt;
+                    scatter(o0, rpt.min(self.outer - o0), &mut outs);
+                })
             });
         }
     }
@@ -149,7 +149,7 @@ fn check_same_dtype(blobs: &[&Blob], with: &Blob, op: &str) -> Result<()> {
     }
     for (i, b) in blobs.iter().enumerate() {
         if b.dtype() != with.dtype() {
-            return Err(err!(DType, "{op}: blob {i} holds {} but the other side holds {}", b.dtype(), with.dtype()));
+            return Err(err!(DType, "{op}: blob {i} holds {} but the other side holds {}; convert with astype (cast) first", b.dtype(), with.dtype()));
         }
     }
     Ok(())
@@ -234,9 +234,17 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Regi
     let parts: Vec<Region> = from.iter().map(|b| b.snapshot()).collect();
     let whole = to.snapshot();
     let plan = plan(&parts, &whole)?;
-    if let Some(i) = parts.iter().position(|p| p.overlaps(&whole)) {
-        return Err(err!(InvalidArgument, "{op}: blob {i} shares memory with the destination"));
+    // Parts that share memory with the destination are read from copies
+    // taken first (NumPy's rule for overlapping operands).
+    let mut apart: Vec<Blob> = Vec::with_capacity(from.len());
+    for b in from {
+        apart.push(match source_for(to, b)? {
+            Source::Same => b.copy()?,
+            Source::Apart(s) => s,
+        });
     }
+    let from: Vec<&Blob> = apart.iter().collect();
+    let parts: Vec<Region> = from.iter().map(|b| b.snapshot()).collect();
     let blobs: Vec<&Blob> = from.iter().copied().chain([to]).collect();
     if let Some(g) = gpu::common_gpu(&blobs) {
         if let Some(chunks) = plan.element_chunks(whole.dtype.size()) {
@@ -257,14 +265,22 @@ fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: impl Fn(&[Region], &Regi
     let parts: Vec<Region> = to.iter().map(|b| b.snapshot()).collect();
     let whole = from.snapshot();
     let plan = plan(&parts, &whole)?;
-    for (i, p) in parts.iter().enumerate() {
-        if p.overlaps(&whole) {
-            return Err(err!(InvalidArgument, "{op}: destination {i} shares memory with the source"));
-        }
-        if let Some(j) = parts[..i].iter().position(|q| q.overlaps(p)) {
-            return Err(err!(InvalidArgument, "{op}: destinations {j} and {i} share memory"));
+    let prints: Vec<Footprint> = to.iter().map(|b| b.footprint()).collect();
+    for (i, p) in prints.iter().enumerate() {
+        if let Some(j) = prints[..i].iter().position(|q| q.overlap(p, OP_WORK) != Overlap::No) {
+            return Err(err!(InvalidArgument, "{op}: destinations {j} and {i} share memory; each element would be written twice"));
         }
     }
+    // A source that shares memory with a destination is copied first.
+    let whole_fp = from.footprint();
+    let copied;
+    let from = if prints.iter().any(|p| p.overlap(&whole_fp, OP_WORK) != Overlap::No) {
+        copied = from.copy()?;
+        &copied
+    } else {
+        from
+    };
+    let whole = from.snapshot();
     let blobs: Vec<&Blob> = to.iter().copied().chain([from]).collect();
     if let Some(g) = gpu::common_gpu(&blobs) {
         if let Some(chunks) = plan.element_chunks(whole.dtype.size()) {

@@ -14,7 +14,8 @@ pub mod reorder;
 pub(crate) mod strided;
 pub mod transpose;
 
-use crate::blob::{HostMut, HostRef, Region};
+use crate::blob::{Blob, HostMut, HostRef, Region};
+use crate::overlap::{Overlap, OP_WORK};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
 use rayon::prelude::*;
@@ -22,15 +23,35 @@ use rayon::prelude::*;
 /// Bytes per parallel task for streaming kernels.
 pub(crate) const TASK_BYTES: usize = 256 << 10;
 
-/// Exclusive access to `dst` and shared access to `src`, refusing
-/// overlapping regions with a clear error (callers handle identical
-/// regions themselves where the operation allows it).
+/// How an operation reads a source that may share memory with its
+/// destination (decided by address, [`crate::overlap`]).
+pub(crate) enum Source {
+    /// The very same elements in the same order: element-wise operations
+    /// run in place, copies do nothing.
+    Same,
+    /// Memory apart from the destination: the source itself when the two
+    /// share no byte, else a dense copy of it taken first (NumPy's rule:
+    /// an operation reads its sources as they were before it writes).
+    Apart(Blob),
+}
+
+/// The [`Source`] of `src` for an operation writing `dst`.
+pub(crate) fn source_for(dst: &Blob, src: &Blob) -> Result<Source> {
+    let (d, s) = (dst.footprint(), src.footprint());
+    if d.same_elements(&s) {
+        return Ok(Source::Same);
+    }
+    match d.overlap(&s, OP_WORK) {
+        Overlap::No => Ok(Source::Apart(src.clone())),
+        Overlap::Yes | Overlap::Unknown => Ok(Source::Apart(src.copy()?)),
+    }
+}
+
+/// Exclusive access to `dst` and shared access to `src`, which the caller
+/// has made apart ([`source_for`]); a clash with a live guard is Busy.
 pub(crate) fn dst_src(dst: &Region, src: &Region, op: &str) -> Result<(HostMut, HostRef)> {
     if dst.overlaps(src) {
-        return Err(err!(
-            InvalidArgument,
-            "{op}: source and destination share memory; use a separate destination"
-        ));
+        return Err(err!(Internal, "{op}: source and destination share memory after the source was made apart"));
     }
     let r = src.read()?;
     let w = dst.write()?;
@@ -45,9 +66,7 @@ pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
     if dst.len() < PARALLEL_BYTES {
         dst.copy_from_slice(src);
     } else {
-        dst.par_chunks_mut(TASK_BYTES * 4)
-            .zip(src.par_chunks(TASK_BYTES * 4))
-            .for_each(|(d, s)| d.copy_from_slice(s));
+        crate::engine::pool::install(|| dst.par_chunks_mut(TASK_BYTES * 4).zip(src.par_chunks(TASK_BYTES * 4)).for_each(|(d, s)| d.copy_from_slice(s)));
     }
 }
 
@@ -58,7 +77,7 @@ pub(crate) fn par_chunks_mut<T: Send>(data: &mut [T], f: impl Fn(&mut [T]) + Syn
     if data.len() * es < PARALLEL_BYTES {
         f(data);
     } else {
-        data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(f);
+        crate::engine::pool::install(|| data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(f));
     }
 }
 
@@ -69,6 +88,6 @@ pub(crate) fn par_zip_mut<T: Send + Sync>(dst: &mut [T], src: &[T], f: impl Fn(&
         f(dst, src);
     } else {
         let n = (TASK_BYTES / es).max(1);
-        dst.par_chunks_mut(n).zip(src.par_chunks(n)).for_each(|(d, s)| f(d, s));
+        crate::engine::pool::install(|| dst.par_chunks_mut(n).zip(src.par_chunks(n)).for_each(|(d, s)| f(d, s)));
     }
 }

@@ -106,7 +106,7 @@ fn reduce<T: Element>(x: &[T], f: impl Fn(f64) -> f64 + Sync + Send + Copy) -> f
     if std::mem::size_of_val(x) < PARALLEL_BYTES {
         return lanes(x, f);
     }
-    let parts: Vec<f64> = x.par_chunks(TASK_BYTES / es).map(|c| lanes(c, f)).collect();
+    let parts: Vec<f64> = crate::engine::pool::install(|| x.par_chunks(TASK_BYTES / es).map(|c| lanes(c, f)).collect());
     parts.iter().sum()
 }
 
@@ -162,7 +162,7 @@ impl Blob {
                     if std::mem::size_of_val(x) < PARALLEL_BYTES {
                         return kernel(x);
                     }
-                    let parts: Vec<f64> = x.par_chunks(TASK_BYTES / 4).map(kernel).collect();
+                    let parts: Vec<f64> = crate::engine::pool::install(|| x.par_chunks(TASK_BYTES / 4).map(kernel).collect());
                     parts.iter().sum()
                 })
                 .map(Some);

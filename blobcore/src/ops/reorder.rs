@@ -14,7 +14,7 @@ use crate::blob::Blob;
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
 use crate::layout::TensorDesc;
-use crate::ops::gpu;
+use crate::ops::{gpu, source_for, Source};
 use crate::ops::strided::{self, normalise, Axis};
 use crate::storage::Borrow;
 use std::sync::Arc;
@@ -170,9 +170,11 @@ impl Blob {
     /// the same logical dims and dtype (NCHW, NHWC, channel-blocked,
     /// strided regions ...). Padding of a blocked destination is left as it
     /// is (zeros in a new blob). Cache-blocked and parallel for large blobs.
+    /// Source and destination may share memory: the result is as if the
+    /// source had been copied first.
     pub fn reorder_from(&self, src: &Blob) -> Result<()> {
         if self.dtype() != src.dtype() {
-            return Err(err!(DType, "reorder: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+            return Err(err!(DType, "reorder: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), src.dtype()));
         }
         let dims = self.dims();
         if dims != src.dims() {
@@ -182,15 +184,12 @@ impl Blob {
             return Ok(());
         }
         let es = self.dtype().size();
-        {
-            let (a, b) = (self.state(), src.state());
-            if Arc::ptr_eq(&a.storage, &b.storage) {
-                if a.offset == b.offset && a.desc == b.desc {
-                    return Ok(()); // the same elements in the same places
-                }
-                return Err(err!(InvalidArgument, "reorder: source and destination share memory; use a separate destination"));
-            }
-        }
+        // One state lock at a time (`x.reorder_from(x)` takes it once).
+        let src = match source_for(self, src)? {
+            Source::Same => return Ok(()), // the same elements in the same places
+            Source::Apart(s) => s,
+        };
+        let src = &src;
         if let Some(g) = gpu::common_gpu(&[self, src]) {
             let (dx, sx) = (extent(self)?, extent(src)?);
             let parts: Vec<gpu::Strided> = plan(&dims, &dx.layouts, &sx.layouts)?

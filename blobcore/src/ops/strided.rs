@@ -180,11 +180,13 @@ pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8
     // flat index range below is a disjoint part of the nest.
     if parallel && total > 1 {
         let per_task = (TASK_BYTES / per_body.max(1)).max(1);
-        let tasks = total.div_ceil(per_task).max(rayon::current_num_threads().min(total));
+        let tasks = total.div_ceil(per_task).max(crate::engine::pool::threads().min(total));
         let chunk = total.div_ceil(tasks);
-        (0..total.div_ceil(chunk)).into_par_iter().for_each(|t| {
-            let lo = t * chunk;
-            unsafe { run_range(es, &n, d, s, lo, (lo + chunk).min(total), stream) };
+        crate::engine::pool::install(|| {
+            (0..total.div_ceil(chunk)).into_par_iter().for_each(|t| {
+                let lo = t * chunk;
+                unsafe { run_range(es, &n, d, s, lo, (lo + chunk).min(total), stream) };
+            })
         });
     } else {
         unsafe { run_range(es, &n, d, s, 0, total, stream) };
@@ -273,7 +275,7 @@ pub(crate) fn fill_streamed<T: Copy + Send + Sync>(data: &mut [T], v: T) -> bool
     let es = std::mem::size_of::<T>();
     #[cfg(target_arch = "x86_64")]
     if std::mem::size_of_val(data) >= STREAM_BYTES && es > 0 && 32 % es == 0 && simd::has_avx() {
-        data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(|c| {
+        crate::engine::pool::install(|| data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(|c| {
             // Head until 32-byte alignment, streamed body, tail.
             let head = c.as_ptr().align_offset(32).min(c.len());
             let (h, rest) = c.split_at_mut(head);
@@ -286,7 +288,7 @@ pub(crate) fn fill_streamed<T: Copy + Send + Sync>(data: &mut [T], v: T) -> bool
             // of 32-byte pieces, and `pattern` holds at least 32 bytes of
             // `v` repeated (the element size divides 32).
             unsafe { simd::stream_fill(b.as_mut_ptr() as *mut u8, std::mem::size_of_val(b), pattern.as_ptr() as *const u8) };
-        });
+        }));
         return true;
     }
     let _ = (data, v, es);
@@ -303,7 +305,7 @@ pub(crate) fn copy_streamed(dst: &mut [u8], src: &[u8]) -> bool {
         let (dh, db) = dst.split_at_mut(head);
         let (sh, sb) = src.split_at(head);
         dh.copy_from_slice(sh);
-        db.par_chunks_mut(TASK_BYTES).zip(sb.par_chunks(TASK_BYTES)).for_each(|(d, s)| {
+        crate::engine::pool::install(|| db.par_chunks_mut(TASK_BYTES).zip(sb.par_chunks(TASK_BYTES)).for_each(|(d, s)| {
             let body = d.len() / 32 * 32;
             let (d0, d1) = d.split_at_mut(body);
             let (s0, s1) = s.split_at(body);
@@ -315,7 +317,7 @@ pub(crate) fn copy_streamed(dst: &mut [u8], src: &[u8]) -> bool {
                 unsafe { simd::stream_copy(d0.as_mut_ptr(), s0.as_ptr(), body) };
             }
             simd::fence();
-        });
+        }));
         return true;
     }
     let _ = (dst, src);

@@ -23,10 +23,11 @@ impl Blob {
 
     /// NeoML `TransposeFrom(src, d1, d2)`: fills this blob with `src` with
     /// axes `d1` and `d2` swapped. This blob's dims must be `src`'s with
-    /// those two swapped, and the dtypes equal; the two may not share memory.
+    /// those two swapped, and the dtypes equal. The two may share memory
+    /// (as if `src` had been copied first).
     pub fn transpose_from(&self, src: &Blob, d1: isize, d2: isize) -> Result<()> {
         if self.dtype() != src.dtype() {
-            return Err(err!(DType, "transpose_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+            return Err(err!(DType, "transpose_from: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), src.dtype()));
         }
         let s = src.shape();
         let a = s.canonical_axis(d1)?;
@@ -99,15 +100,15 @@ impl Blob {
 
     /// Fills this blob (any layout) with `src` permuted by `axes` (see
     /// [`Blob::permuted`]): this blob's dims must be `src`'s taken in the
-    /// order `axes` gives, the dtypes equal, and the two may not share
-    /// memory.
+    /// order `axes` gives and the dtypes equal. The two may share memory:
+    /// the result is as if `src` had been copied first (NumPy's rule).
     pub fn permute_from(&self, src: &Blob, axes: &[isize]) -> Result<()> {
         self.permute_from_by(src, &src.shape().canonical_axes(axes)?)
     }
 
     fn permute_from_by(&self, src: &Blob, axes: &[usize]) -> Result<()> {
         if self.dtype() != src.dtype() {
-            return Err(err!(DType, "permute_from: dtypes differ ({} and {})", self.dtype(), src.dtype()));
+            return Err(err!(DType, "permute_from: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), src.dtype()));
         }
         let view = src.permuted_view(axes)?;
         if view.dims() != self.dims() {
