@@ -63,19 +63,23 @@ impl BlobDim {
 }
 
 /// The dimensions of a blob. Invariants (checked by every constructor):
-/// rank <= 32, and the element count fits in `i64`.
+/// rank <= 32, and the product of the non-zero dims fits in `i64` —
+/// NumPy's rule, the same whatever the order of the dims (`[0, M, M]` and
+/// `[M, M, 0]` are both refused when `M * M` does not fit).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Shape {
     /// Inline up to eight dims (NeoML's seven named dims fit), so cloning
     /// a shape does not allocate.
     dims: SmallVec<[usize; 8]>,
     count: usize,
+    /// The product of the non-zero dims (the count, unless a dim is 0).
+    extent: usize,
 }
 
 /// The scalar shape: rank 0, one element (what `Shape::new(&[])` gives).
 impl Default for Shape {
     fn default() -> Shape {
-        Shape { dims: SmallVec::new(), count: 1 }
+        Shape { dims: SmallVec::new(), count: 1, extent: 1 }
     }
 }
 
@@ -93,19 +97,21 @@ impl fmt::Display for Shape {
 
 impl Shape {
     /// A shape with these dims, or a Shape error when the rank exceeds 32
-    /// or the element count does not fit in `i64`.
+    /// or the product of the non-zero dims does not fit in `i64` (so an
+    /// empty shape obeys the same bound as a full one, as in NumPy).
     pub fn new(dims: &[usize]) -> Result<Shape> {
         if dims.len() > MAX_RANK {
             return Err(err!(Shape, "rank {} exceeds the maximum of {MAX_RANK}", dims.len()));
         }
-        let mut count: usize = 1;
-        for &d in dims {
-            count = count
+        let mut extent: usize = 1;
+        for &d in dims.iter().filter(|&&d| d != 0) {
+            extent = extent
                 .checked_mul(d)
                 .filter(|&c| i64::try_from(c).is_ok())
-                .ok_or_else(|| err!(Shape, "element count of {dims:?} overflows i64"))?;
+                .ok_or_else(|| err!(Shape, "the dims {dims:?} are too large: the product of the non-zero dims overflows i64"))?;
         }
-        Ok(Shape { dims: SmallVec::from_slice(dims), count })
+        let count = if dims.contains(&0) { 0 } else { extent };
+        Ok(Shape { dims: SmallVec::from_slice(dims), count, extent })
     }
 
     /// A shape from signed dims (as C and Python pass them): negative dims
@@ -125,7 +131,7 @@ impl Shape {
 
     /// The rank-0 shape of a scalar (one element).
     pub fn scalar() -> Shape {
-        Shape { dims: SmallVec::new(), count: 1 }
+        Shape { dims: SmallVec::new(), count: 1, extent: 1 }
     }
 
     /// The dims, outermost first.
@@ -143,13 +149,15 @@ impl Shape {
         self.count
     }
 
-    /// Size in bytes for elements of `dtype`, or a Shape error when it
-    /// does not fit in `isize`.
+    /// Size in bytes for elements of `dtype`, or a Shape error when it —
+    /// counted over the non-zero dims, as NumPy does — does not fit in
+    /// `isize`.
     pub fn byte_size(&self, dtype: DType) -> Result<usize> {
-        self.count
+        self.extent
             .checked_mul(dtype.size())
             .filter(|&b| isize::try_from(b).is_ok())
-            .ok_or_else(|| err!(Shape, "{self} of {dtype} needs more bytes than isize::MAX"))
+            .ok_or_else(|| err!(Shape, "{self} of {dtype} needs more bytes than isize::MAX"))?;
+        Ok(self.count * dtype.size())
     }
 
     /// The axis `axis` counted from the end when negative (Caffe's
@@ -332,7 +340,7 @@ impl Shape {
         }
         let mut dims = self.dims.clone();
         dims.swap(a, b);
-        Ok(Shape { dims, count: self.count })
+        Ok(Shape { dims, count: self.count, extent: self.extent })
     }
 }
 

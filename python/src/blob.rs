@@ -233,6 +233,31 @@ pub(crate) fn run<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> blob
     }
 }
 
+/// The iterator of `iter(blob)`: row `i` is made when it is asked for.
+#[pyclass(name = "_BlobIter", module = "blobcore", frozen)]
+pub struct BlobIter {
+    blob: Py<PyBlob>,
+    next: std::sync::atomic::AtomicUsize,
+    len: usize,
+}
+
+#[pymethods]
+impl BlobIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if i >= self.len {
+            self.next.store(self.len, std::sync::atomic::Ordering::Relaxed);
+            return Ok(None);
+        }
+        let key = (i as i64).into_pyobject(py)?.into_any();
+        PyBlob::__getitem__(self.blob.bind(py), &key).map(Some)
+    }
+}
+
 /// What `__reduce__` returns: `Blob._from_state` and its arguments.
 type Reduced<'py> = (Bound<'py, PyAny>, (Vec<i64>, &'static str, Bound<'py, PyBytes>));
 
@@ -390,7 +415,13 @@ impl PyBlob {
     /// Rebuilds a pickled blob (used by ``__reduce__``).
     #[staticmethod]
     fn _from_state(dims: Vec<i64>, dtype: &Bound<'_, PyAny>, data: &Bound<'_, PyBytes>) -> PyResult<Self> {
-        let b = core(Blob::new(&Engine::cpu(), dtypes::from_py(Some(dtype))?, core(Shape::from_i64(&dims))?))?;
+        let (dtype, shape) = (dtypes::from_py(Some(dtype))?, core(Shape::from_i64(&dims))?);
+        // The length is checked before anything is allocated.
+        let need = core(shape.byte_size(dtype))?;
+        if data.as_bytes().len() != need {
+            return Err(raise("FormatError", format!("pickled blob: {} bytes received for {need}", data.as_bytes().len())));
+        }
+        let b = core(Blob::new(&Engine::cpu(), dtype, shape))?;
         core(b.copy_from_bytes(data.as_bytes()))?;
         Ok(Self::new(b))
     }
@@ -575,9 +606,19 @@ impl PyBlob {
         PyEngine { e: self.b.engine().clone() }
     }
 
-    /// True when both blobs use the same memory (views, shared data).
+    /// ``numpy.shares_memory``: True when some byte of memory is an
+    /// element of both blobs, however each reaches it (views, or the same
+    /// memory through NumPy, DLPack, pickle buffers or ``blob_wrap``).
+    /// Exact for strided views.
     fn shares_memory(&self, other: PyRef<'_, PyBlob>) -> bool {
         self.b.shares_memory(&other.b)
+    }
+
+    /// ``numpy.may_share_memory``: True when the bounds of the two blobs'
+    /// memory meet (constant time; may be True for interleaved views that
+    /// share nothing).
+    fn may_share_memory(&self, other: PyRef<'_, PyBlob>) -> bool {
+        self.b.may_share_memory(&other.b)
     }
 
     // ----------------------------------------------------------------- layouts
@@ -1101,18 +1142,15 @@ impl PyBlob {
         }
     }
 
-    /// Iterates over axis 0 (``b[0]``, ``b[1]`` ...), as NumPy does.
-    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
+    /// Iterates over axis 0 (``b[0]``, ``b[1]`` ...), as NumPy does:
+    /// lazily, one row at a time (the length is taken when iteration starts).
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<BlobIter> {
         let b = &slf.get().b;
         if b.rank() == 0 {
             return Err(PyTypeError::new_err("iteration over a 0-d blob"));
         }
-        let items = pyo3::types::PyList::empty(py);
-        for i in 0..core(b.dim(0))? {
-            items.append(Self::__getitem__(slf, &(i as i64).into_pyobject(py)?.into_any())?)?;
-        }
-        items.as_any().try_iter().map(Bound::into_any)
+        let len = core(b.dim(0))?;
+        Ok(BlobIter { blob: slf.clone().unbind(), next: std::sync::atomic::AtomicUsize::new(0), len })
     }
 
     /// The reversed axes, as a view (``numpy.ndarray.T``).

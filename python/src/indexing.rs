@@ -66,9 +66,15 @@ fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
     if obj.is_instance_of::<PyEllipsis>() {
         return Ok(Some(Index::Ellipsis));
     }
-    // Arrays, lists and bools index by value (a copy), as in NumPy.
-    let np = obj.py().import("numpy")?;
-    if obj.is_instance_of::<pyo3::types::PyBool>() || obj.is_instance_of::<pyo3::types::PyList>() || obj.is_instance(&np.getattr("ndarray")?)? || obj.hasattr("__array__")? {
+    // Strings are no indices (NumPy refuses them too).
+    if obj.is_instance_of::<pyo3::types::PyString>() || obj.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(PyIndexError::new_err(VALID));
+    }
+    // Arrays, sequences (lists, tuples inside the key, ranges) and bools
+    // index by value (a copy): NumPy's advanced indexing.
+    // SAFETY: only reads the type slots of a live object.
+    let sequence = unsafe { ffi::PySequence_Check(obj.as_ptr()) != 0 };
+    if sequence || obj.is_instance_of::<pyo3::types::PyBool>() || obj.hasattr("__array__")? {
         return Ok(None);
     }
     Err(PyIndexError::new_err(VALID))

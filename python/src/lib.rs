@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", blobcore::VERSION)?;
     m.add_class::<blob::PyBlob>()?;
+    m.add_class::<blob::BlobIter>()?;
     m.add_class::<blob::PyEngine>()?;
     m.add_class::<blob::PyEngineStats>()?;
     m.add_class::<buffers::BufferContext>()?;

@@ -266,6 +266,10 @@ impl Blob {
     /// Copies raw bytes (native endianness) into the blob; the length must
     /// equal the blob's byte size exactly.
     pub fn copy_from_bytes(&self, src: &[u8]) -> Result<()> {
+        // Checked before the memory is touched (and allocated).
+        if src.len() != self.byte_size() {
+            return Err(err!(InvalidArgument, "{} bytes given for a blob of {} bytes", src.len(), self.byte_size()));
+        }
         let mut w = self.snapshot().into_write()?;
         let dst = w.bytes_mut();
         if dst.len() != src.len() {

@@ -189,7 +189,7 @@ fn dims_plan(parts: &[&[usize]], ax: usize, whole: &[usize], es: usize, op: &str
                 ));
             }
         }
-        sum += pd[ax];
+        sum = sum.checked_add(pd[ax]).ok_or_else(|| err!(Shape, "{op}: the parts' axis {ax} sizes overflow"))?;
     }
     if sum != whole[ax] {
         return Err(err!(
