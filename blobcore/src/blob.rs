@@ -94,6 +94,80 @@ pub(crate) struct Region {
     pub(crate) dtype: DType,
 }
 
+/// A blob's state, read-locked. In the crate's own tests the lock is also
+/// recorded per thread ([`lock_check`]), so that an operation taking the
+/// same blob's lock twice (`x.op(x)`) fails at once instead of waiting for
+/// ever behind a queued writer.
+pub(crate) struct StateRef<'a> {
+    guard: RwLockReadGuard<'a, State>,
+    #[cfg(test)]
+    _held: lock_check::Held,
+}
+
+/// A blob's state, write-locked (see [`StateRef`]).
+pub(crate) struct StateMut<'a> {
+    guard: RwLockWriteGuard<'a, State>,
+    #[cfg(test)]
+    _held: lock_check::Held,
+}
+
+impl std::ops::Deref for StateRef<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::Deref for StateMut<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for StateMut<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+/// The per-thread record of held blob state locks (tests only): the lock
+/// discipline's "never the same lock twice in one call", checked
+/// deterministically rather than by waiting for a deadlock.
+#[cfg(test)]
+pub(crate) mod lock_check {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// One recorded lock; forgotten when dropped.
+    pub(crate) struct Held(usize);
+
+    /// Records that this thread takes the lock at `addr`; panics when it
+    /// already holds it.
+    pub(crate) fn enter(addr: usize) -> Held {
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            assert!(!h.contains(&addr), "a blob's state lock was taken twice by one thread: with a writer queued in between this waits for ever");
+            h.push(addr);
+        });
+        Held(addr)
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            HELD.with(|h| {
+                let mut h = h.borrow_mut();
+                if let Some(i) = h.iter().rposition(|&a| a == self.0) {
+                    h.remove(i);
+                }
+            });
+        }
+    }
+}
+
 pub(crate) fn read_lock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     // Critical sections only assign fields, so a poisoned lock holds consistent data.
     l.read().unwrap_or_else(|e| e.into_inner())
@@ -177,7 +251,7 @@ pub(crate) const SMALL_BYTES: usize = 16 << 10;
 
 impl Blob {
     /// The state (read-locked) and the byte range of a dense blob's elements.
-    fn dense_bytes(&self) -> Result<(RwLockReadGuard<'_, State>, usize, usize)> {
+    fn dense_bytes(&self) -> Result<(StateRef<'_>, usize, usize)> {
         let st = self.state();
         if st.desc.is_some() {
             return Err(needs_dense());
@@ -391,7 +465,7 @@ impl Blob {
 
     /// Serrano's `Tensor(repeatingValue:tensorShape:)`, `numpy.full`: a
     /// blob of `dims` with every element `value` (converted as
-    /// [`Element::from_f64`]: floats round, integers truncate toward zero).
+    /// [`Element::round_from_f64`]: floats round, integers truncate toward zero).
     /// A value an integer dtype cannot hold is `OutOfRange`
     /// ([`DType::check_value`]).
     pub fn full(engine: &Engine, dtype: DType, dims: &[usize], value: f64) -> Result<Blob> {
@@ -520,12 +594,21 @@ impl Blob {
         Blob::from_parts(&self.inner.engine, self.dtype(), state, false)
     }
 
-    pub(crate) fn state(&self) -> RwLockReadGuard<'_, State> {
-        read_lock(&self.inner.state)
+    pub(crate) fn state(&self) -> StateRef<'_> {
+        #[cfg(test)]
+        let held = lock_check::enter(self.lock_addr());
+        StateRef { guard: read_lock(&self.inner.state), #[cfg(test)] _held: held }
     }
 
-    pub(crate) fn state_mut(&self) -> RwLockWriteGuard<'_, State> {
-        write_lock(&self.inner.state)
+    pub(crate) fn state_mut(&self) -> StateMut<'_> {
+        #[cfg(test)]
+        let held = lock_check::enter(self.lock_addr());
+        StateMut { guard: write_lock(&self.inner.state), #[cfg(test)] _held: held }
+    }
+
+    #[cfg(test)]
+    fn lock_addr(&self) -> usize {
+        &self.inner.state as *const RwLock<State> as usize
     }
 
     pub(crate) fn snapshot(&self) -> Region {

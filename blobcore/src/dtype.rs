@@ -127,8 +127,10 @@ pub unsafe trait Element:
     const DTYPE: DType;
     /// Converts a double to this type: floats round once to nearest even
     /// ([`crate::convert`]), integers truncate toward zero and saturate at
-    /// their range (NaN becomes 0).
-    fn from_f64(v: f64) -> Self;
+    /// their range (NaN becomes 0). Named apart from `half`'s inherent
+    /// `f16::from_f64`, which rounds through f32 on F16C machines and would
+    /// shadow a trait method of the same name on the concrete type.
+    fn round_from_f64(v: f64) -> Self;
     /// Widens to a double (exact for every type but i64 beyond 2^53).
     fn to_f64(self) -> f64;
     /// `a + b`; integers wrap around as NumPy's do.
@@ -136,7 +138,7 @@ pub unsafe trait Element:
     /// `a - b`; integers wrap around as NumPy's do.
     fn sub(a: Self, b: Self) -> Self;
     /// `x * factor`: floats multiply in their own precision (f16 and bf16
-    /// through f32); integers multiply in f64 and convert as [`Element::from_f64`].
+    /// through f32); integers multiply in f64 and convert as [`Element::round_from_f64`].
     fn scale(x: Self, factor: f64) -> Self;
 }
 
@@ -146,7 +148,7 @@ macro_rules! int_element {
         unsafe impl Element for $t {
             const DTYPE: DType = $d;
             #[inline]
-            fn from_f64(v: f64) -> Self {
+            fn round_from_f64(v: f64) -> Self {
                 v as $t
             }
             #[inline]
@@ -177,7 +179,7 @@ int_element!(i8, DType::I8);
 unsafe impl Element for f32 {
     const DTYPE: DType = DType::F32;
     #[inline]
-    fn from_f64(v: f64) -> Self {
+    fn round_from_f64(v: f64) -> Self {
         v as f32
     }
     #[inline]
@@ -202,7 +204,7 @@ unsafe impl Element for f32 {
 unsafe impl Element for f64 {
     const DTYPE: DType = DType::F64;
     #[inline]
-    fn from_f64(v: f64) -> Self {
+    fn round_from_f64(v: f64) -> Self {
         v
     }
     #[inline]
@@ -230,7 +232,7 @@ macro_rules! half_element {
         unsafe impl Element for $t {
             const DTYPE: DType = $d;
             #[inline]
-            fn from_f64(v: f64) -> Self {
+            fn round_from_f64(v: f64) -> Self {
                 $from64(v)
             }
             #[inline]
@@ -315,11 +317,23 @@ mod tests {
     }
 
     #[test]
+    fn fills_of_half_types_round_once() {
+        // Just above half the smallest float16 subnormal: rounds up once;
+        // through f32 (2^-25 exactly, a tie) it would round to zero.
+        let v = 2.980232238769532e-08;
+        assert_eq!(<f16 as Element>::round_from_f64(v).to_bits(), 1);
+        let b = crate::Blob::full(&crate::Engine::cpu(), DType::F16, &[3], v).unwrap();
+        assert_eq!(b.to_vec::<f16>().unwrap()[2].to_bits(), 1);
+        let b = crate::Blob::full(&crate::Engine::cpu(), DType::BF16, &[3], 1.0 + 2f64.powi(-8) + 2f64.powi(-30)).unwrap();
+        assert_eq!(b.to_vec::<bf16>().unwrap()[0].to_bits(), 0x3f81);
+    }
+
+    #[test]
     fn conversions_saturate_and_truncate() {
-        assert_eq!(i8::from_f64(300.0), 127);
-        assert_eq!(i8::from_f64(-2.7), -2);
-        assert_eq!(u8::from_f64(-5.0), 0);
-        assert_eq!(i32::from_f64(f64::NAN), 0);
+        assert_eq!(i8::round_from_f64(300.0), 127);
+        assert_eq!(i8::round_from_f64(-2.7), -2);
+        assert_eq!(u8::round_from_f64(-5.0), 0);
+        assert_eq!(i32::round_from_f64(f64::NAN), 0);
         assert_eq!(<i32 as Element>::add(i32::MAX, 1), i32::MIN);
         assert_eq!(<u8 as Element>::sub(0, 1), 255);
         assert_eq!(<i32 as Element>::scale(7, 0.5), 3);

@@ -177,10 +177,14 @@ pub fn row_major_strides(dims: &[usize], unit: usize) -> Vec<isize> {
 }
 
 /// True when `strides` (in multiples of `unit`) describe dense row-major
-/// data of `dims`; axes of size 1 may have any stride, as in NumPy.
+/// data of `dims`; axes of size 1 may have any stride, and an empty array
+/// (a zero dim) is row-major whatever its strides, as in NumPy.
 pub fn is_row_major(dims: &[usize], strides: &[isize], unit: usize) -> bool {
     if dims.len() != strides.len() {
         return false;
+    }
+    if dims.contains(&0) {
+        return true;
     }
     // The strides row_major_strides would give, innermost first, without
     // allocating them (this runs on every view's creation).

@@ -43,6 +43,11 @@ pub(crate) struct Footprint {
     elem: u128,
     /// No element at all (a zero dim).
     empty: bool,
+    /// Which byte each logical element is: (dim, stride in bytes) per
+    /// logical axis for planar layouts; for blocked ones the blocking
+    /// itself (blocked dims, order, strides). Two footprints with equal
+    /// starts and equal maps put every logical element at the same place.
+    map: SmallVec<[(u128, u128); 8]>,
 }
 
 /// What an exact check found.
@@ -61,6 +66,7 @@ impl Footprint {
     pub(crate) fn of(blob: &Blob, st: &State) -> Footprint {
         let es = blob.dtype().size() as u128;
         let mut terms: SmallVec<[(u128, u128); 8]> = SmallVec::new();
+        let mut map: SmallVec<[(u128, u128); 8]> = SmallVec::new();
         let mut start = st.offset as u128 * es;
         let empty = st.shape.count() == 0;
         match &st.desc {
@@ -69,8 +75,17 @@ impl Footprint {
                 if n > 1 {
                     terms.push((es, n - 1));
                 }
+                map.push((n, 1));
             }
             Some(d) => {
+                match d.planar_strides() {
+                    Some((s, _)) => map.extend(d.dims().iter().zip(&s).map(|(&n, &s)| (n as u128, if n > 1 { s as u128 } else { 0 }))),
+                    None => {
+                        let b = d.blocking();
+                        map.extend(b.blk_dims().iter().zip(b.strides()).map(|(&n, &s)| (n as u128, s as u128)));
+                        map.extend(b.order().iter().map(|&o| (o as u128, u128::MAX)));
+                    }
+                }
                 // Every blocked dim as an axis: a superset of the elements
                 // of blocked layouts whose last block is partial (the
                 // padding), exact for planar and strided views.
@@ -90,7 +105,7 @@ impl Footprint {
             Some(a) => Base::Addr(a),
             None => Base::Unallocated,
         };
-        Footprint { storage: Arc::clone(&st.storage), base, start, terms, elem: es, empty }
+        Footprint { storage: Arc::clone(&st.storage), base, start, terms, elem: es, empty, map }
     }
 
     /// A footprint of foreign memory: elements of `elem` bytes at
@@ -111,7 +126,8 @@ impl Footprint {
         }
         // A placeholder storage: only the address is compared.
         let start = (addr as i128 + low).max(0) as u128;
-        Footprint { storage: Storage::lazy(0), base: Base::Addr(0), start, terms, elem: elem as u128, empty }
+        let map = dims.iter().zip(strides).map(|(&n, &s)| (n as u128, s as u128)).collect();
+        Footprint { storage: Storage::lazy(0), base: Base::Addr(0), start, terms, elem: elem as u128, empty, map }
     }
 
     /// The two footprints' starts on one axis, or None when they cannot
@@ -146,7 +162,7 @@ impl Footprint {
     /// that an element-wise operation between them may run in place.
     pub(crate) fn same_elements(&self, other: &Footprint) -> bool {
         match self.starts(other) {
-            Some((a, b)) => a == b && self.elem == other.elem && self.terms == other.terms && self.empty == other.empty,
+            Some((a, b)) => a == b && self.elem == other.elem && self.map == other.map && self.empty == other.empty,
             None => false,
         }
     }
@@ -315,7 +331,7 @@ mod tests {
     }
 
     fn fp(start: u128, terms: &[(u128, u128)], elem: u128, storage: &Arc<Storage>) -> Footprint {
-        Footprint { storage: Arc::clone(storage), base: Base::Unallocated, start, terms: terms.iter().copied().collect(), elem, empty: false }
+        Footprint { storage: Arc::clone(storage), base: Base::Unallocated, start, terms: terms.iter().copied().collect(), elem, empty: false, map: SmallVec::new() }
     }
 
     proptest! {

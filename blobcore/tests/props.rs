@@ -17,7 +17,7 @@ fn make<T: Element>(dims: &[usize], seed: u64) -> (Blob, ArrayD<T>) {
     let vals: Vec<T> = (0..n as u64)
         .map(|i| {
             let v = ((i.wrapping_mul(2654435761).wrapping_add(seed * 97)) % 100) as f64;
-            T::from_f64(if signed { v - 50.0 } else { v })
+            T::round_from_f64(if signed { v - 50.0 } else { v })
         })
         .collect();
     let a = ArrayD::from_shape_vec(IxDyn(dims), vals).unwrap();
@@ -95,12 +95,12 @@ fn arith_case<T: Element>(dims: Vec<usize>, value: i8, factor: i8) {
     assert!((a.asum().unwrap() - asum).abs() <= 1e-12 * asum.max(1.0));
     assert!((a.sumsq().unwrap() - sumsq).abs() <= 1e-12 * sumsq.max(1.0));
     a.fill(value as f64).unwrap();
-    check(&a, &ArrayD::from_elem(IxDyn(&dims), T::from_f64(value as f64)));
+    check(&a, &ArrayD::from_elem(IxDyn(&dims), T::round_from_f64(value as f64)));
     // update: data -= diff
     let d = a.diff().unwrap();
     d.copy_from(&b).unwrap();
     a.update().unwrap();
-    let upd = ndarray::Zip::from(&ArrayD::from_elem(IxDyn(&dims), T::from_f64(value as f64)))
+    let upd = ndarray::Zip::from(&ArrayD::from_elem(IxDyn(&dims), T::round_from_f64(value as f64)))
         .and(&y)
         .map_collect(|&p, &q| T::sub(p, q));
     check(&a, &upd);

@@ -817,6 +817,16 @@ impl PyBlob {
         kwargs.set_item("dtype", dtypes::to_py(py, self.b.dtype())?)?;
         kwargs.set_item("order", "C")?;
         let arr = np.getattr("asarray")?.call((src,), Some(&kwargs))?;
+        if !self.b.is_dense() {
+            // Strided, windowed or laid-out destinations: the values as a
+            // fresh dense blob (read before anything is written), then the
+            // core's copy into any layout.
+            let tmp = arrays::copy_array(py, &arr, self.b.engine())?;
+            core(self.b.check_source_dims(&tmp.dims()))?;
+            core(tmp.reinterpret(&self.b.dims()))?;
+            let b = self.b.clone();
+            return run(py, b.is_small(), move || b.copy_from(&tmp));
+        }
         let buf = Foreign::get(&arr, false)?;
         core(self.b.check_source_dims(&buf.shape()))?;
         let b = self.b.clone();

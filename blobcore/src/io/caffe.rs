@@ -265,7 +265,7 @@ impl Values<'_> {
 }
 
 fn convert<S: Element, D: Element>(v: &[S]) -> Vec<D> {
-    v.iter().map(|&x| D::from_f64(x.to_f64())).collect()
+    v.iter().map(|&x| D::round_from_f64(x.to_f64())).collect()
 }
 
 impl BlobProtoVector {

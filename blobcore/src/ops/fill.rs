@@ -6,7 +6,7 @@ use crate::error::{err, Result};
 use crate::ops::{gpu, par_chunks_mut};
 
 impl Blob {
-    /// Sets every element to `value`, converted as [`Element::from_f64`]
+    /// Sets every element to `value`, converted as [`Element::round_from_f64`]
     /// does (integers truncate toward zero and saturate).
     pub fn fill(&self, value: f64) -> Result<()> {
         if let Some(g) = gpu::common_gpu(&[self]) {
@@ -16,7 +16,7 @@ impl Blob {
         }
         self.with_write(|w| {
             dispatch!(self.dtype(), T => {
-                let v = T::from_f64(value);
+                let v = T::round_from_f64(value);
                 if !crate::ops::strided::fill_streamed(w.typed_mut::<T>(), v) {
                     par_chunks_mut(w.typed_mut::<T>(), |c| c.fill(v));
                 }
@@ -58,7 +58,7 @@ impl Blob {
         }
         let mut w = region.into_write()?;
         dispatch!(self.dtype(), T => {
-            let v = T::from_f64(value);
+            let v = T::round_from_f64(value);
             w.typed_mut::<T>().fill(v);
         });
         Ok(())

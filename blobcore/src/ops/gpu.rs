@@ -77,10 +77,10 @@ fn words_per(dtype: DType) -> Option<usize> {
 fn pattern(dtype: DType, value: f64) -> Option<(Elementwise, [u32; 2])> {
     let two = |bits: u64| (Elementwise::Fill2, [bits as u32, (bits >> 32) as u32]);
     Some(match dtype {
-        DType::F32 => (Elementwise::Fill1, [f32::from_f64(value).to_bits(), 0]),
-        DType::I32 => (Elementwise::Fill1, [i32::from_f64(value) as u32, 0]),
+        DType::F32 => (Elementwise::Fill1, [f32::round_from_f64(value).to_bits(), 0]),
+        DType::I32 => (Elementwise::Fill1, [i32::round_from_f64(value) as u32, 0]),
         DType::F64 => two(value.to_bits()),
-        DType::I64 => two(i64::from_f64(value) as u64),
+        DType::I64 => two(i64::round_from_f64(value) as u64),
         _ => return None,
     })
 }

@@ -91,3 +91,66 @@ pub(crate) fn par_zip_mut<T: Send + Sync>(dst: &mut [T], src: &[T], f: impl Fn(&
         crate::engine::pool::install(|| dst.par_chunks_mut(n).zip(src.par_chunks(n)).for_each(|(d, s)| f(d, s)));
     }
 }
+
+#[cfg(test)]
+mod self_operand_tests {
+    //! `x.op(x)` for every operation with two blob operands, on dense,
+    //! windowed, strided and permuted blobs: each must take every lock once
+    //! (the crate's test build panics on a second acquisition, see
+    //! `blob::lock_check`) and give NumPy's result (sources read first).
+    use crate::{Blob, BlobDim, DType, Engine, Index};
+
+    fn ramp(dims: &[usize]) -> Blob {
+        let n: usize = dims.iter().product();
+        Blob::from_slice(&Engine::cpu(), dims, &(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn every_two_operand_operation_on_one_blob() {
+        let strided = |b: &Blob| b.index(&[Index::ALL, Index::Range { start: None, stop: None, step: Some(2) }]).unwrap();
+        let kinds: Vec<(&str, Box<dyn Fn() -> Blob>)> = vec![
+            ("dense", Box::new(|| ramp(&[4, 4]))),
+            ("window", Box::new(|| ramp(&[6, 4]).window(4).unwrap())),
+            ("strided", Box::new(move || strided(&ramp(&[4, 8])))),
+            ("permuted", Box::new(|| ramp(&[4, 4]).permuted_view(&[1, 0]).unwrap())),
+        ];
+        for (kind, make) in &kinds {
+            let x = make();
+            let before = x.copy().unwrap().to_vec::<f32>().unwrap();
+            x.copy_from(&x).unwrap();
+            x.reorder_from(&x).unwrap();
+            x.copy_from_caffe(&x, false, true).unwrap();
+            assert_eq!(x.copy().unwrap().to_vec::<f32>().unwrap(), before, "{kind}");
+            x.permute_from(&x, &[1, 0]).unwrap();
+            x.transpose_from(&x, 0, 1).unwrap();
+            assert_eq!(x.copy().unwrap().to_vec::<f32>().unwrap(), before, "{kind}: transposed twice");
+            x.transpose_from_dims(&x, BlobDim::BatchLength, BlobDim::BatchWidth).unwrap();
+            x.transpose_from_dims(&x, BlobDim::BatchLength, BlobDim::BatchWidth).unwrap();
+            assert_eq!(x.copy().unwrap().to_vec::<f32>().unwrap(), before, "{kind}: named transposes");
+            assert!(x.shares_memory(&x) && x.may_share_memory(&x) && x.has_equal_dims(&x) && x.same_shape(&x, true));
+            if x.is_dense() {
+                x.add(&x).unwrap();
+                let doubled: Vec<f32> = before.iter().map(|v| 2.0 * v).collect();
+                assert_eq!(x.to_vec::<f32>().unwrap(), doubled, "{kind}: x + x");
+                x.share_data(&x).unwrap();
+                x.diff().unwrap().copy_from(&x).unwrap();
+                x.update().unwrap();
+                let m = Blob::tensor(&Engine::cpu(), DType::F32, &[8, 4]).unwrap();
+                Blob::merge(&[&x, &x], 0, &m).unwrap();
+                let w = m.window(4).unwrap();
+                Blob::merge(&[&w, &w], 0, &m).unwrap(); // parts inside the destination: read first
+                Blob::split(&m, 0, &[&w, &m.window(4).unwrap().tap_pos(1)]).unwrap_err();
+            }
+        }
+    }
+
+    trait TapPos {
+        fn tap_pos(self, p: i64) -> Blob;
+    }
+    impl TapPos for Blob {
+        fn tap_pos(self, p: i64) -> Blob {
+            self.set_parent_pos(p).unwrap();
+            self
+        }
+    }
+}

@@ -1,0 +1,134 @@
+"""Lock discipline (issue 26): no foreign code runs while a blobcore lock
+is held, no call takes the same lock twice, and operations work in a child
+made by fork. Each scenario runs in its own interpreter under a watchdog:
+a deadlock is a timeout there, never a hung test run."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+WATCHDOG_S = 90
+
+
+def run_child(code: str, runs: int = 1) -> None:
+    """Runs `code` in a fresh interpreter `runs` times; each must finish
+    within the watchdog and print OK."""
+    prog = "import faulthandler, sys\nfaulthandler.dump_traceback_later(%d, exit=True)\n" % (WATCHDOG_S - 10)
+    prog += textwrap.dedent(code) + "\nprint('OK')\n"
+    for i in range(runs):
+        try:
+            r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=WATCHDOG_S)
+        except subprocess.TimeoutExpired as e:  # pragma: no cover - the failure we test for
+            raise AssertionError(f"run {i}: hung (watchdog)\n{e.stderr}") from None
+        assert r.returncode == 0 and r.stdout.strip().endswith("OK"), f"run {i}: rc {r.returncode}\n{r.stdout}\n{r.stderr}"
+
+
+def test_release_needing_the_gil_is_not_run_under_the_blob_lock():
+    # A thread grows a blob that wraps NumPy memory with the GIL released
+    # (copy_from(reshape=True) and load_caffe_into of blobs above 16 KiB):
+    # the old memory's release needs the GIL. Meanwhile the main thread,
+    # holding the GIL, reads the blob's shape.
+    run_child(
+        """
+        import os, tempfile, threading, numpy as np, blobcore as bc
+        sys.setswitchinterval(1e-5)
+        src = bc.Blob.tensor([1 << 16]); src.fill(1)
+        path = os.path.join(tempfile.mkdtemp(), "big.caffe"); src.save_caffe(path)
+        done = threading.Event()
+        def grow():
+            for i in range(300):
+                b = bc.Blob.from_numpy(np.zeros(8192, np.float32), copy=False)   # 32 KiB
+                shared[0] = b
+                if i % 2:
+                    b.copy_from(src, reshape=True)
+                else:
+                    b.load_caffe_into(path)
+            done.set()
+        shared = [bc.Blob.tensor([4])]
+        t = threading.Thread(target=grow); t.start()
+        while not done.is_set():
+            shared[0].shape
+        t.join()
+        """,
+        runs=3,
+    )
+
+
+def test_a_del_touching_the_blob_during_reshape_does_not_hang():
+    run_child(
+        """
+        import numpy as np, blobcore as bc
+        touched = []
+        holder = []
+        class Owned(np.ndarray):
+            def __del__(self):
+                touched.append(holder[0].shape)  # runs when the blob lets go
+        arr = np.zeros(4, np.float32).view(Owned)
+        b = bc.Blob.from_numpy(arr, copy=False)
+        holder.append(b)
+        del arr
+        b.reshape([1 << 16])   # grows: the wrapped memory is released
+        import gc; gc.collect()
+        assert touched == [(1 << 16,)], touched
+        """
+    )
+
+
+def test_x_op_x_takes_each_lock_once_with_a_writer_waiting():
+    # Each x.op(x) below once took x's state lock twice for reading; a
+    # writer queued between the two made the second wait for ever. The
+    # window is nanoseconds wide, so this run is a smoke test: the core's
+    # test build checks every x.op(x) deterministically (a second
+    # acquisition panics there, ops::self_operand_tests).
+    run_child(
+        """
+        import threading, numpy as np, blobcore as bc
+        sys.setswitchinterval(1e-5)
+        base = bc.Blob.tensor([64, 256]); base.fill(1)
+        x = base[:, ::2]            # 32 KiB, not dense: the reorder path, GIL released
+        stop = threading.Event()
+        def writer():
+            while not stop.is_set():
+                x.reshape([64, 128])  # takes x's state lock for writing
+        ws = [threading.Thread(target=writer) for _ in range(6)]
+        for w in ws: w.start()
+        for _ in range(20000):
+            x.reorder_from(x)
+            x.copy_from(x)
+            x.permute_from(x, [0, 1])
+            x.transpose_from(x, 0, 0)
+        stop.set()
+        for w in ws: w.join()
+        assert float(np.asarray(base).sum()) == 64 * 256
+        """,
+        runs=4,
+    )
+
+
+FORK_CHILD = """
+import multiprocessing as mp, numpy as np, blobcore as bc
+def work(n):
+    b = bc.Blob.tensor([n]); b.fill(2.0)        # large: runs on the worker pool
+    c = b.copy(); c.add(b)
+    return c.asum()
+if __name__ == "__main__":
+    big = bc.Blob.tensor([16 << 20]); big.fill(1.0); big.scale(3.0)   # the parent's pool starts
+    assert big.asum() == 3.0 * (16 << 20)
+    ctx = mp.get_context("fork")
+    with ctx.Pool(2) as pool:
+        res = pool.map_async(work, [4 << 20] * 4).get(timeout=60)
+    assert res == [4.0 * (4 << 20)] * 4, res
+    p = ctx.Process(target=work, args=(8 << 20,)); p.start(); p.join(60)
+    assert p.exitcode == 0, p.exitcode
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_operations_work_in_forked_children(tmp_path):
+    script = tmp_path / "forked.py"
+    script.write_text("import faulthandler, sys\nfaulthandler.dump_traceback_later(80, exit=True)\n" + FORK_CHILD + "\n    print('OK')\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WATCHDOG_S, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr

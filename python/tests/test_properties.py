@@ -1,0 +1,418 @@
+"""Differential property tests (issue 26): blobcore against NumPy and
+ml_dtypes on generated shapes, dtypes, keys and views, including views
+that reach the same memory through NumPy, DLPack, pickle buffers and
+`from_numpy(copy=False)`. Hypothesis runs derandomized (fixed seeds), so a
+failure reproduces; every 16-bit pattern is checked exhaustively."""
+
+import pickle
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import blobcore as bc
+
+SETTINGS = settings(derandomize=True, deadline=None, max_examples=300, suppress_health_check=list(HealthCheck))
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.float16, ml_dtypes.bfloat16]
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+# ---------------------------------------------------------------- oracles
+
+def exact_round(x: float, dt) -> np.ndarray:
+    """An exactly rounded binary float (ties to even) of the rational value
+    of `x`, by exact arithmetic: the independent oracle where ml_dtypes and
+    NumPy round twice (float64 and 32/64-bit integers into bfloat16)."""
+    fi = ml_dtypes.finfo(dt) if dt == BF16 else np.finfo(dt)
+    man = int(fi.nmant)
+    emin = int(fi.minexp)
+    if x != x:
+        return np.array([x], dtype=np.float64).astype(np.float32).astype(dt)
+    if x in (float("inf"), float("-inf")) or x == 0:
+        return np.array([x], dtype=dt)
+    v = Fraction(x)
+    neg, a = v < 0, abs(v)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    q = Fraction(2) ** (max(e, emin) - man)  # the quantum there
+    n, r = divmod(a, q)
+    if r > q / 2 or (r == q / 2 and n % 2 == 1):
+        n += 1
+    val = n * q
+    out = float(val) if val < Fraction(2) ** (int(fi.maxexp)) else float("inf")
+    # Overflow: past the largest finite value by half an ulp or more.
+    big = Fraction(float(fi.max))
+    if val > big:
+        out = float("inf")
+    return np.array([-out if neg else out], dtype=np.float64).astype(dt)
+
+
+def cast_oracle(a: np.ndarray, to) -> np.ndarray:
+    """What blobcore's astype must give: NumPy/ml_dtypes, except where they
+    round twice (exact rounding then) and where C leaves float -> int
+    undefined (blobcore saturates, NaN -> 0)."""
+    to = np.dtype(to)
+    src = a.dtype
+    if to.kind in "iu" and src.kind == "f" or (src == BF16 and to.kind in "iu"):
+        f = a.astype(np.float64)
+        info = np.iinfo(to)
+        top, bottom = float(info.max) + 1.0, float(info.min)  # both powers of two: exact
+        inside = (f < top) & (f >= bottom)  # False for NaN
+        out = np.zeros(a.shape, dtype=to)
+        out[inside] = np.trunc(f[inside]).astype(to)
+        out[f >= top] = info.max
+        out[f < bottom] = info.min
+        return out
+    if to == BF16 and (src == np.float64 or (src.kind in "iu" and src.itemsize >= 4)):
+        return np.concatenate([exact_round(float(v) if src.kind == "f" else v, BF16) if src.kind == "f"
+                               else exact_int_round(int(v), BF16) for v in a.ravel()]).reshape(a.shape) if a.size else a.astype(to)
+    if to == np.float16 and src.kind in "iu" and src.itemsize == 8:
+        return np.concatenate([exact_int_round(int(v), np.dtype(np.float16)) for v in a.ravel()]).reshape(a.shape) if a.size else a.astype(to)
+    return a.astype(to)
+
+
+def exact_int_round(v: int, dt) -> np.ndarray:
+    if v == 0:
+        return np.zeros(1, dt)
+    r = exact_round_fraction(Fraction(v), dt)
+    return r
+
+
+def exact_round_fraction(v: Fraction, dt) -> np.ndarray:
+    fi = ml_dtypes.finfo(dt) if dt == BF16 else np.finfo(dt)
+    man, emin = int(fi.nmant), int(fi.minexp)
+    neg, a = v < 0, abs(v)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    q = Fraction(2) ** (max(e, emin) - man)
+    n, r = divmod(a, q)
+    if r > q / 2 or (r == q / 2 and n % 2 == 1):
+        n += 1
+    val = n * q
+    out = float("inf") if val > Fraction(float(fi.max)) else float(val)
+    return np.array([-out if neg else out], dtype=np.float64).astype(dt)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if got.dtype.kind == "f" or got.dtype == BF16:
+        with np.errstate(invalid="ignore"):
+            g = got.astype(np.float64)
+            w = want.astype(np.float64)
+        nan = np.isnan(g) & np.isnan(w) & (np.signbit(g) == np.signbit(w))
+        bits = got.view(f"u{got.dtype.itemsize}") == want.view(f"u{want.dtype.itemsize}")
+        return bool(np.all(bits | nan))
+    return bool(np.array_equal(got, want))
+
+
+# ------------------------------------------------------------------ casts
+
+def test_every_16_and_8_bit_pattern_to_every_dtype():
+    sources = [
+        np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16),
+        np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(BF16),
+        np.arange(256, dtype=np.uint16).astype(np.uint8),
+        np.arange(256, dtype=np.uint16).astype(np.uint8).view(np.int8),
+    ]
+    for a in sources:
+        b = bc.Blob.from_numpy(a)
+        for to in DTYPES:
+            got = b.astype(to).numpy()
+            assert same_bits(got, cast_oracle(a, to)), (a.dtype, np.dtype(to))
+
+
+FINITE_EDGES = [0.0, -0.0, 1.0, 65504.0, 65519.99, 65520.0, 6.1e-5, 5.96e-8, 2.98e-8, 3.4e38, 3.3895e38, 1e-45, 1e300, -1e-300]
+
+
+@st.composite
+def float64s(draw):
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return draw(st.floats(allow_nan=True, allow_infinity=True, width=64))
+    if kind == 1:
+        return draw(st.sampled_from(FINITE_EDGES))
+    # just around a halfway point of float16 or bfloat16 (the hard cases)
+    dt = draw(st.sampled_from([np.float16, BF16]))
+    bits = draw(st.integers(0, 0x7bff if dt == np.float16 else 0x7f7f))
+    lo = float(np.array([bits], np.uint16).view(dt)[0])
+    hi = float(np.array([bits + 1], np.uint16).view(dt)[0])
+    mid = lo + (hi - lo) / 2
+    nudge = draw(st.sampled_from([-1, 0, 1]))
+    return float(np.nextafter(mid, np.inf if nudge > 0 else -np.inf)) if nudge else mid
+
+
+@SETTINGS
+@given(st.lists(float64s(), min_size=1, max_size=40))
+def test_float64_casts_round_once(values):
+    a = np.array(values, dtype=np.float64)
+    b = bc.Blob.from_numpy(a)
+    for to in [np.float16, BF16, np.float32]:
+        want = np.concatenate([exact_round(float(v), np.dtype(to)) for v in a])
+        if to in (np.float16, np.float32):
+            assert same_bits(want, a.astype(to))  # NumPy rounds these once too
+        assert same_bits(b.astype(to).numpy(), want), to
+        # fill and full share the conversion
+        f = bc.Blob.full([len(values)], 0.0, dtype=to)
+        for i, v in enumerate(values):
+            f[i] = v
+        for v in values[:3]:
+            assert same_bits(bc.Blob.full([2], v, dtype=to).numpy(), np.repeat(exact_round(v, np.dtype(to)), 2))
+
+
+@SETTINGS
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=30), st.sampled_from([np.int64, np.int32]))
+def test_integer_casts_round_once(values, it):
+    info = np.iinfo(it)
+    a = np.array([min(max(v, info.min), info.max) for v in values], dtype=it)
+    b = bc.Blob.from_numpy(a)
+    for to in [np.float16, BF16, np.float32, np.float64]:
+        got = b.astype(to).numpy()
+        want = np.concatenate([exact_round_fraction(Fraction(int(v)), np.dtype(to)) if v else np.zeros(1, to) for v in a])
+        assert same_bits(got, want), (to, a)
+
+
+@SETTINGS
+@given(st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=1, max_size=64), st.sampled_from(DTYPES))
+def test_float32_casts_match_numpy_and_ml_dtypes(values, to):
+    a = np.array(values, dtype=np.float32)
+    assert same_bits(bc.Blob.from_numpy(a).astype(to).numpy(), cast_oracle(a, to))
+
+
+# --------------------------------------------------------------- indexing
+
+@st.composite
+def array_and_key(draw, for_set=False):
+    rank = draw(st.integers(1, 4))
+    dims = draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank))
+    dt = draw(st.sampled_from([np.float32, np.int64, np.uint8, np.float16]))
+    a = np.arange(int(np.prod(dims)), dtype=np.float64).reshape(dims).astype(dt)
+    entries = []
+    for d in dims:
+        k = draw(st.integers(0, 5))
+        if k == 0 and d > 0:
+            entries.append(draw(st.integers(-d, d - 1)))
+        elif k == 1:
+            start = draw(st.one_of(st.none(), st.integers(-6, 6)))
+            stop = draw(st.one_of(st.none(), st.integers(-6, 6)))
+            step = draw(st.one_of(st.none(), st.integers(1, 3) if for_set else st.sampled_from([-2, -1, 1, 2, 3])))
+            entries.append(slice(start, stop, step))
+        elif k == 2:
+            entries += [None, slice(None)]  # a new axis, then this dim whole
+        elif k == 3 and d > 0 and not for_set and not any(isinstance(e, list) for e in entries):
+            entries.append(draw(st.lists(st.integers(-d, d - 1), min_size=1, max_size=3)))
+        else:
+            entries.append(slice(None))
+    if draw(st.booleans()) and entries:
+        cut = draw(st.integers(0, len(entries)))
+        entries = entries[:cut] + [Ellipsis]
+    key = tuple(entries) if len(entries) != 1 or draw(st.booleans()) else entries[0]
+    return a, key
+
+
+@SETTINGS
+@given(array_and_key())
+def test_getitem_matches_numpy(ak):
+    a, key = ak
+    b = bc.Blob.from_numpy(a)
+    want = a[key]
+    got = b[key]
+    got = np.asarray(got) if isinstance(got, bc.Blob) else got
+    assert np.array_equal(np.asarray(got), want)
+    assert np.asarray(got).shape == np.shape(want)
+
+
+@SETTINGS
+@given(array_and_key(for_set=True), st.integers(0, 100).map(float))
+def test_setitem_matches_numpy(ak, value):
+    a, key = ak
+    b = bc.Blob.from_numpy(a)
+    ref = a.copy()
+    ref[key] = value
+    b[key] = value
+    assert np.array_equal(np.asarray(b), ref)
+
+
+# ------------------------------------------------- merge, split, permutes
+
+@st.composite
+def arrays(draw, min_rank=1, max_rank=4):
+    rank = draw(st.integers(min_rank, max_rank))
+    dims = draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank))
+    dt = draw(st.sampled_from(DTYPES))
+    n = int(np.prod(dims))
+    return (np.arange(n, dtype=np.float64) % 120).reshape(dims).astype(dt)
+
+
+@SETTINGS
+@given(arrays(), st.data())
+def test_merge_and_split_match_concatenate_and_split(a, data):
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    n = a.shape[axis]
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=3)))
+    want = np.split(a, cuts, axis=axis)
+    sizes = [p.shape[axis] for p in want]
+    parts = bc.Blob.from_numpy(a).split_sizes(axis, sizes) if hasattr(bc.Blob, "split_sizes") else bc.split(bc.Blob.from_numpy(a), sizes, axis)
+    for p, w in zip(parts, want):
+        assert np.array_equal(np.asarray(p), w)
+    merged = bc.merge(parts, axis)
+    assert np.array_equal(np.asarray(merged), a)
+
+
+@SETTINGS
+@given(arrays(), st.data())
+def test_transposes_and_permutes_match_numpy(a, data):
+    b = bc.Blob.from_numpy(a)
+    axes = data.draw(st.permutations(range(a.ndim)))
+    assert np.array_equal(np.asarray(b.permuted(list(axes))), np.transpose(a, axes))
+    assert np.array_equal(np.asarray(b.transpose(*axes)), np.transpose(a, axes))
+    i, j = data.draw(st.integers(0, a.ndim - 1)), data.draw(st.integers(0, a.ndim - 1))
+    assert np.array_equal(np.asarray(b.transposed(i, j)), np.swapaxes(a, i, j))
+    out = bc.Blob.tensor(list(np.transpose(a, axes).shape), dtype=a.dtype)
+    out.permute_from(b, list(axes))
+    assert np.array_equal(np.asarray(out), np.transpose(a, axes))
+
+
+@SETTINGS
+@given(arrays(min_rank=1), st.data())
+def test_windows_match_slices(a, data):
+    b = bc.Blob.from_numpy(a)
+    n = a.shape[0]
+    if n == 0:
+        return
+    size = data.draw(st.integers(1, n))
+    w = b.window(size)
+    pos = data.draw(st.integers(0, n - size))
+    w.set_parent_pos(pos)
+    assert np.array_equal(np.asarray(w), a[pos:pos + size])
+    w.fill(7)
+    ref = a.copy()
+    ref[pos:pos + size] = 7
+    assert np.array_equal(np.asarray(b), ref)
+
+
+# ---------------------------------------------- aliases and overlapping copies
+
+ALIASES = ["self", "numpy", "asblob", "dlpack", "pickle5"]
+
+
+def alias(b: bc.Blob, kind: str) -> bc.Blob:
+    """Another door to the same memory."""
+    if kind == "self":
+        return b
+    if kind == "numpy":
+        return bc.Blob.from_numpy(np.asarray(b), copy=False)
+    if kind == "asblob":
+        return bc.asblob(np.asarray(b))
+    if kind == "dlpack":
+        return bc.from_dlpack(b)
+    bufs = []
+    data = pickle.dumps(b, protocol=5, buffer_callback=bufs.append)
+    return pickle.loads(data, buffers=bufs)
+
+
+@st.composite
+def view_key(draw, shape):
+    """A basic-indexing key with positive steps (a view of the memory)."""
+    key = []
+    for d in shape:
+        start = draw(st.integers(0, d))
+        step = draw(st.integers(1, 2))
+        key.append(slice(start, None, step))
+    return tuple(key)
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=3), st.sampled_from(ALIASES), st.sampled_from(ALIASES), st.data())
+def test_overlapping_copies_read_the_source_first(dims, ka, kb, data):
+    base = bc.Blob.from_numpy((np.arange(int(np.prod(dims)), dtype=np.float32) + 1).reshape(dims))
+    a, b = alias(base, ka), alias(base, kb)
+    ref = np.asarray(base).copy()
+    k1, k2 = data.draw(view_key(dims)), data.draw(view_key(dims))
+    src_shape = ref[k1].shape
+    # a destination of the source's shape: the same kind of key, trimmed
+    k2 = tuple(slice(s.start, s.start + n * s.step, s.step) for s, n in zip(k2, src_shape))
+    if ref[k2].shape != src_shape:
+        return
+    op = data.draw(st.sampled_from(["copy_from", "add", "permute_from", "array"]))
+    src_arr = ref[k1].copy()
+    if op == "copy_from":
+        b[k2].copy_from(a[k1])
+        ref[k2] = src_arr
+    elif op == "array":
+        b[k2].copy_from(np.asarray(a)[k1])
+        ref[k2] = src_arr
+    elif op == "add":
+        dst = b[k2]
+        if not dst.is_dense:
+            return  # add is for dense blobs
+        dst.add(a[k1])
+        ref[k2] = ref[k2] + src_arr
+    else:
+        axes = list(range(len(dims)))[::-1]
+        view = ref[k2]
+        if view.shape != np.transpose(src_arr, axes).shape:
+            return
+        b[k2].permute_from(a[k1], axes)
+        ref[k2] = np.transpose(src_arr, axes)
+    np.testing.assert_array_equal(np.asarray(base), ref)
+    assert a.shares_memory(b) and b.shares_memory(a)
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=3), st.sampled_from(ALIASES), st.data())
+def test_shares_memory_is_exact(dims, kind, data):
+    base = bc.Blob.tensor(dims)
+    other = alias(base, kind)
+    ref = np.asarray(base)
+    k1, k2 = data.draw(view_key(dims)), data.draw(view_key(dims))
+    want = np.shares_memory(ref[k1], ref[k2])
+    v1, v2 = base[k1], other[k2]
+    assert v1.shares_memory(v2) == want == v2.shares_memory(v1)
+    if want:
+        assert v1.may_share_memory(v2)
+    assert not v1.shares_memory(bc.Blob.tensor(dims))
+
+
+def test_issue_examples():
+    b = bc.Blob.from_numpy(np.arange(4, dtype=np.float32).reshape(2, 2))
+    bc.from_dlpack(b).permute_from(b, [1, 0])
+    assert np.asarray(b).tolist() == [[0, 2], [1, 3]]
+    m = bc.Blob.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    assert m[1].shares_memory(m[:, 0]) and not m[1].shares_memory(m[0])
+    for door in ALIASES[1:]:
+        assert alias(m, door).shares_memory(m), door
+    n = 8 << 20
+    v = bc.Blob.from_numpy(np.arange(n + 1, dtype=np.float32))
+    ref = np.arange(n + 1, dtype=np.float32)
+    ref[1:] = ref[:-1].copy()
+    bc.asblob(np.asarray(v))[1:].copy_from(v[:-1])
+    assert np.array_equal(np.asarray(v), ref)
+    w = np.array([0x3F808001], np.uint32).view(np.float32)
+    assert bc.Blob.from_numpy(w).astype(bc.bfloat16).numpy().view(np.uint16)[0] == 0x3F81
+    d = np.array([1 + 2**-11 + 2**-40, 2049.0000001])
+    assert np.array_equal(bc.Blob.from_numpy(d).astype(bc.float16).numpy().view(np.uint16), d.astype(np.float16).view(np.uint16))
+    assert np.asarray(m[range(2)]).tolist() == np.arange(8).reshape(2, 4).tolist()
+    assert np.asarray(m[0, (0, 1)]).tolist() == [0, 1]
+    with pytest.raises(bc.DTypeError, match="astype"):
+        m.copy_from(bc.Blob.tensor([3, 4], dtype=bc.int32))
+    with pytest.raises(bc.FormatError):
+        bc.Blob._from_state([2**40], "float32", b"")
+    M = 2**63 - 1
+    for dims in ([0, M, M], [M, M, 0]):
+        with pytest.raises(bc.ShapeError):
+            bc.Blob.tensor(dims)
+    big = bc.Blob.tensor([2_000_000, 0])
+    assert next(iter(big)).shape == (0,)
+    g = bc.Blob.tensor([2, 3])
+    arr = g.get_buffer(0, 6, True)
+    arr[:] = 7
+    g.release_buffer(arr, True)
+    assert np.asarray(g).tolist() == [[7] * 3] * 2

@@ -1,0 +1,174 @@
+/* Issue 26 from C: overlap is decided by address (memory wrapped with
+ * blob_wrap over another blob's memory is the same memory), release
+ * callbacks may call back into the library (no blobcore lock is held while
+ * they run), and operations work in a child made by fork after the parent
+ * ran large (multi-threaded) operations. An alarm is the watchdog: a
+ * deadlock ends the process with SIGALRM, which ctest reports. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static Blob *ramp(int64_t n, int64_t cols) {
+    int64_t dims[2] = {n / cols, cols};
+    Blob *b = NULL;
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 2, &b) == BLOB_OK);
+    float *p = NULL;
+    CHECK(blob_get_buffer(b, 0, n, true, (void **)&p) == BLOB_OK);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)i;
+    CHECK(blob_release_buffer(b, p, true) == BLOB_OK);
+    return b;
+}
+
+/* The address of a blob's elements (the buffer is given back at once; the
+ * memory stays where it is while the blob lives and does not grow). */
+static float *address(Blob *b, int64_t n) {
+    void *p = NULL;
+    CHECK(blob_get_buffer(b, 0, n, true, &p) == BLOB_OK);
+    CHECK(blob_release_buffer(b, p, false) == BLOB_OK);
+    return (float *)p;
+}
+
+static void overlap_through_blob_wrap(void) {
+    /* A shifted copy: a = [0..8]; w wraps a's elements 1..8, v is a's
+     * window of elements 0..7; w <- v must give [0, 0, 1, ..., 7]. */
+    Blob *a = ramp(9, 1), *v = NULL, *w = NULL, *fresh = NULL;
+    float *pa = address(a, 9);
+    int64_t d8[2] = {8, 1};
+    CHECK(blob_create_window(a, 8, &v) == BLOB_OK);
+    CHECK(blob_wrap(NULL, BLOB_F32, d8, 2, pa + 1, 8 * sizeof(float), NULL, NULL, &w) == BLOB_OK);
+    bool shares = false;
+    CHECK(blob_shares_memory(w, a, &shares) == BLOB_OK && shares);
+    CHECK(blob_shares_memory(w, v, &shares) == BLOB_OK && shares);
+    CHECK(blob_create_tensor(NULL, BLOB_F32, d8, 2, &fresh) == BLOB_OK);
+    CHECK(blob_shares_memory(w, fresh, &shares) == BLOB_OK && !shares);
+    CHECK(blob_may_share_memory(w, fresh, &shares) == BLOB_OK && !shares);
+    CHECK(blob_copy_from(w, v) == BLOB_OK);
+    float want[9] = {0, 0, 1, 2, 3, 4, 5, 6, 7};
+    CHECK(memcmp(pa, want, sizeof want) == 0);
+    /* The same through blob_copy_from_host with the blob's own memory. */
+    CHECK(blob_copy_from_host(w, pa, 8 * sizeof(float)) == BLOB_OK);
+    float want2[9] = {0, 0, 0, 1, 2, 3, 4, 5, 6};
+    CHECK(memcmp(pa, want2, sizeof want2) == 0);
+    blob_free(fresh);
+    blob_free(w);
+    blob_free(v);
+    blob_free(a);
+
+    /* A transpose into the same memory wrapped again: [[0,1],[2,3]] ->
+     * [[0,2],[1,3]] (NumPy's result), not [[0,2],[2,3]]. */
+    Blob *m = ramp(4, 2), *x = NULL;
+    float *pm = address(m, 4);
+    int64_t d22[2] = {2, 2};
+    CHECK(blob_wrap(NULL, BLOB_F32, d22, 2, pm, 4 * sizeof(float), NULL, NULL, &x) == BLOB_OK);
+    int32_t axes[2] = {1, 0};
+    CHECK(blob_permute_from(x, m, axes, 2) == BLOB_OK);
+    float t[4] = {0, 2, 1, 3};
+    CHECK(memcmp(pm, t, sizeof t) == 0);
+    CHECK(blob_transpose_from(m, x, 0, 1) == BLOB_OK); /* and back, the other way round */
+    float back[4] = {0, 1, 2, 3};
+    CHECK(memcmp(pm, back, sizeof back) == 0);
+    blob_free(x);
+    blob_free(m);
+}
+
+/* A release callback that uses the library: creates, fills, compares and
+ * frees blobs, then frees the memory it was given. */
+struct owned {
+    float *data;
+    Blob *peer; /* a blob of the owning thread, read from the callback */
+};
+
+static void release_calling_back(void *ctx) {
+    struct owned *o = ctx;
+    int64_t dims[1] = {64};
+    Blob *t = NULL;
+    bool shares = true;
+    double s = 0;
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 1, &t) == BLOB_OK);
+    CHECK(blob_fill(t, 1.0) == BLOB_OK);
+    CHECK(blob_shares_memory(t, o->peer, &shares) == BLOB_OK && !shares);
+    CHECK(blob_asum(o->peer, &s) == BLOB_OK);
+    CHECK(blob_free(t) == BLOB_OK);
+    free(o->data);
+    free(o);
+}
+
+#define THREADS 8
+#define ROUNDS 200
+static Blob *shared_blob;
+
+static void *worker(void *arg) {
+    (void)arg;
+    int64_t small[1] = {256}, big[1] = {1 << 16};
+    for (int r = 0; r < ROUNDS; r++) {
+        struct owned *o = malloc(sizeof *o);
+        o->data = calloc(256, sizeof(float));
+        o->peer = shared_blob;
+        Blob *w = NULL;
+        CHECK(blob_wrap(NULL, BLOB_F32, small, 1, o->data, 256 * sizeof(float), release_calling_back, o, &w) == BLOB_OK);
+        CHECK(blob_fill(w, (double)r) == BLOB_OK);
+        if (r % 2) {
+            /* Growing replaces the wrapped memory: the callback runs here. */
+            CHECK(blob_reshape(w, big, 1) == BLOB_OK);
+            CHECK(blob_fill(w, 2.0) == BLOB_OK);
+        }
+        int rc = blob_copy_from(shared_blob, shared_blob); /* x.op(x): one lock each */
+        CHECK(rc == BLOB_OK || rc == BLOB_ERR_BUSY);
+        CHECK(blob_free(w) == BLOB_OK); /* or here */
+    }
+    return NULL;
+}
+
+static void callbacks_under_stress(void) {
+    int64_t dims[2] = {64, 256};
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 2, &shared_blob) == BLOB_OK);
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) CHECK(pthread_create(&th[i], NULL, worker, NULL) == 0);
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    blob_free(shared_blob);
+}
+
+static void fork_after_large_operations(void) {
+    int64_t dims[1] = {16 << 20};
+    Blob *b = NULL;
+    double s = 0;
+    CHECK(blob_create_tensor(NULL, BLOB_F32, dims, 1, &b) == BLOB_OK);
+    CHECK(blob_fill(b, 1.0) == BLOB_OK); /* 64 MiB: the worker pool starts */
+    CHECK(blob_asum(b, &s) == BLOB_OK && s == (double)(16 << 20));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        Blob *c = NULL;
+        int64_t cd[1] = {4 << 20};
+        double cs = 0;
+        int ok = blob_create_tensor(NULL, BLOB_F32, cd, 1, &c) == BLOB_OK && blob_fill(c, 2.0) == BLOB_OK &&
+                 blob_scale(c, 1.5) == BLOB_OK && blob_asum(c, &cs) == BLOB_OK && cs == 3.0 * (4 << 20) &&
+                 blob_copy_from(b, b) == BLOB_OK;
+        blob_free(c);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    blob_free(b);
+}
+
+int main(void) {
+    alarm(120); /* the watchdog */
+    overlap_through_blob_wrap();
+    callbacks_under_stress();
+    /* fork under valgrind runs the child under it too: fine, just slower. */
+    fork_after_large_operations();
+    if (failures) {
+        fprintf(stderr, "%d checks failed\n", failures);
+        return 1;
+    }
+    printf("overlap_locks: all checks passed\n");
+    return 0;
+}
