@@ -857,6 +857,17 @@ int32_t blob_legacy_shape(const struct Blob *b, int32_t idx, int64_t *out);
 // Where the blob's current data lives (`BLOB_HEAD_*`).
 int32_t blob_head(const struct Blob *b, int32_t *out);
 
+// `numpy.shares_memory`: writes true when some byte of memory is an
+// element of both blobs, however each reaches it (views of one blob, or
+// memory wrapped with `blob_wrap` over another blob's `blob_raw`). Exact
+// for strided views.
+int32_t blob_shares_memory(const struct Blob *a, const struct Blob *b, bool *out_shares);
+
+// `numpy.may_share_memory`: writes true when the bounds of the two
+// blobs' memory meet (constant time; may say true for interleaved views
+// that share nothing).
+int32_t blob_may_share_memory(const struct Blob *a, const struct Blob *b, bool *out_may);
+
 // NeoML `CreateWindowBlob`: a view of `window_size` entries of axis 0, at position 0.
 int32_t blob_create_window(struct Blob *parent, int64_t window_size, struct Blob **out_blob);
 

@@ -431,6 +431,19 @@ public:
         check(blob_same_shape(h_, o.h_, with_dtype, &eq));
         return eq;
     }
+    /// numpy.shares_memory: some byte is an element of both, however each
+    /// reaches it (views, or memory wrapped with blob_wrap). Exact.
+    bool shares_memory(const Blob &o) const {
+        bool s = false;
+        check(blob_shares_memory(h_, o.h_, &s));
+        return s;
+    }
+    /// numpy.may_share_memory: the bounds of the two blobs' memory meet.
+    bool may_share_memory(const Blob &o) const {
+        bool s = false;
+        check(blob_may_share_memory(h_, o.h_, &s));
+        return s;
+    }
     /// Caffe count(start, end) and count(start).
     int64_t count_range(int32_t start, int32_t end) const {
         int64_t n = 0;

@@ -143,6 +143,11 @@ impl Footprint {
         }
     }
 
+    /// True when both footprints are of the very same storage.
+    pub(crate) fn same_storage(&self, other: &Footprint) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
     fn extent(&self) -> u128 {
         self.terms.iter().map(|&(s, n)| s * n).sum::<u128>() + self.elem
     }

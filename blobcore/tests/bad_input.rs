@@ -236,6 +236,12 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         READ_ONLY, "read-only", |f| read_only(&f.e).view_mut::<f32>();
         READ_ONLY, "read-only", |f| read_only(&f.e).get_buffer(0, 1, false);
         READ_ONLY, "read-only", |f| read_only(&f.e).reshape(&[8]);
+        // Overlap-aware copies from foreign memory, NumPy's shape rule (issue 26).
+        INVALID_ARGUMENT, "bytes given", |f| unsafe { f.a.copy_from_host_ptr([0u8; 4].as_ptr(), 4) };
+        INVALID_ARGUMENT, "bytes given", |f| f.a.copy_from_bytes(&[0u8; 25]);
+        SHAPE, "too large", |f| Blob::tensor(&f.e, DType::F32, &[usize::MAX / 4, 8, 0]);
+        SHAPE, "too large", |f| Blob::tensor(&f.e, DType::F32, &[0, usize::MAX / 4, 8]);
+        OUT_OF_RANGE, "exceeds", |f| f.a.export_buffer(0, 7, true).map(|_| ());
         // Transposes.
         OUT_OF_RANGE, "axis", |f| f.a.transposed(0, 2);
         OUT_OF_RANGE, "axis", |f| f.a.transposed(-3, 0);

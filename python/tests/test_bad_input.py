@@ -168,6 +168,16 @@ ROWS = [
     (lambda f: bc.asblob([1, 2, 3], dtype="complex64"), bc.DTypeError, ""),
     (lambda f: bc.asblob(np.zeros(2, np.complex64)), bc.DTypeError, ""),
     (lambda f: f.a.same_shape(None), TypeError, ""),
+    # Overlap queries, shapes, pickles and keys (issue 26).
+    (lambda f: f.a.shares_memory(None), TypeError, ""),
+    (lambda f: f.a.may_share_memory(np.zeros(2)), TypeError, ""),
+    (lambda f: bc.Blob._from_state([2**40], "float32", b""), bc.FormatError, "bytes received"),
+    (lambda f: bc.Blob._from_state([2], "float32", b"\0" * 7), bc.FormatError, "bytes received"),
+    (lambda f: bc.Blob.tensor([2**62, 2**62, 0]), bc.ShapeError, "too large"),
+    (lambda f: bc.Blob.tensor([0, 2**62, 2**62]), bc.ShapeError, "too large"),
+    (lambda f: f.a[range(5)], IndexError, ""),
+    (lambda f: f.a[0, (0, 7)], IndexError, ""),
+    (lambda f: f.a["x"], IndexError, "only integers"),
     # typed prefix copies (NeoML CopyTo)
     (lambda f: f.a.copy_to(np.zeros(2, np.int32)), bc.DTypeError, "holds float32"),
     (lambda f: f.a.copy_to(np.zeros(7, np.float32)), bc.InvalidArgumentError, "only 6"),

@@ -130,5 +130,8 @@ if __name__ == "__main__":
 def test_operations_work_in_forked_children(tmp_path):
     script = tmp_path / "forked.py"
     script.write_text("import faulthandler, sys\nfaulthandler.dump_traceback_later(80, exit=True)\n" + FORK_CHILD + "\n    print('OK')\n")
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WATCHDOG_S, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    # The CPU engine: a forked child cannot use its parent's GPU device
+    # (Vulkan, like CUDA, does not survive fork; README).
+    env = {k: v for k, v in os.environ.items() if k != "BLOBCORE_ENGINE"}
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WATCHDOG_S, env={**env, "PYTHONWARNINGS": "ignore"})
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr

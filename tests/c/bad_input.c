@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 7", blob_merge_dim(av, 2, 7, c));
         BAD(BLOB_ERR_NULL_POINTER, "from", blob_merge_dim(NULL, 2, BLOB_DIM_CHANNELS, c));
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_merge_dim(av, 2, BLOB_DIM_CHANNELS, fake));
-        BAD(BLOB_ERR_INVALID_ARGUMENT, "shares memory", blob_split_dim(a, BLOB_DIM_BATCH_LENGTH, vv, 2));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "destinations 0 and 1 share memory", blob_split_dim(a, BLOB_DIM_BATCH_LENGTH, vv, 2));
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim -1", blob_split_dim(c, -1, vv, 2));
         BAD(BLOB_ERR_NULL_POINTER, "to", blob_split_dim(c, BLOB_DIM_CHANNELS, NULL, 2));
         BAD(BLOB_ERR_OUT_OF_RANGE, "named dim 9", blob_transposed_dims(a, 9, 0, &out));
@@ -387,6 +387,13 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_create_full(NULL, BLOB_F32, d2, 1, 1.0, NULL));
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_same_shape(a, b, true, NULL));
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_same_shape(a, fake, true, &flag));
+        /* Overlap queries (issue 26). */
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_shares_memory(a, b, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "a is NULL", blob_shares_memory(NULL, b, &flag));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_shares_memory(a, fake, &flag));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_may_share_memory(a, b, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "b is NULL", blob_may_share_memory(a, NULL, &flag));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_may_share_memory(fake, b, &flag));
         CHECK(out == sentinel);
     }
     /* Typed prefix copies (NeoML CopyTo / CopyFrom). */
@@ -427,7 +434,8 @@ int main(int argc, char **argv) {
         const int64_t d22[2] = {2, 2};
         Blob *sq = NULL;
         CHECK(blob_create_tensor(NULL, BLOB_F32, d22, 2, &sq) == BLOB_OK);
-        BAD(BLOB_ERR_INVALID_ARGUMENT, "share memory", blob_permute_from(sq, sq, neg_swap, 2));
+        /* In place is NumPy's a[...] = a.T: the source is read first (issue 26). */
+        CHECK(blob_permute_from(sq, sq, neg_swap, 2) == BLOB_OK);
         CHECK(blob_free(sq) == BLOB_OK);
         BAD(BLOB_ERR_INVALID_ARGUMENT, "permutation", blob_permute_from(c, a, dup, 2));
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_permute_from(fake, a, swap, 2));
@@ -458,7 +466,7 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_SHAPE, "", blob_split(a, 0, outs, 2));
     outs[0] = w;
     outs[1] = w;
-    BAD(BLOB_ERR_INVALID_ARGUMENT, "shares memory", blob_split(a, 0, outs, 2));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "destinations 0 and 1 share memory", blob_split(a, 0, outs, 2));
     outs[0] = b;
     BAD(BLOB_ERR_DTYPE, "", blob_split(a, 0, outs, 1));
     pair[0] = v;

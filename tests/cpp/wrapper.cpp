@@ -55,6 +55,7 @@ int main(int argc, char **argv) {
         auto f = blob::Blob::full(BLOB_F32, {2, 3}, 1.5);
         CHECK(f.asum() == 9.0 && f.sumsq() == 13.5);
         CHECK(m.same_shape(f) && !v.same_shape(f, false) && m.has_equal_dims(blob::Blob::tensor(BLOB_F32, {2, 3, 1})));
+        CHECK(m.shares_memory(m) && m.may_share_memory(m) && !m.shares_memory(f) && !m.may_share_memory(f));
         CHECK(f.shape_string() == "2 3 (6)" && f.count_from(1) == 3 && f.count_range(0, 1) == 2);
         CHECK(f.canonical_axis(-1) == 1 && f.offset({1, 2}) == 5 && f.legacy_shape(0) == 2 && f.legacy_offset(1, 1) == 4);
         CHECK(f.capacity() == 6 && f.data_at(1, 2) == 1.5 && f.diff_at(0) == 0.0);

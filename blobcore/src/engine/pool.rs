@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 struct Owned {
     pid: u32,
     pool: ThreadPool,
+    /// The pool this one replaced (another process's, abandoned): kept
+    /// reachable, never freed — its workers do not exist here.
+    _prev: *mut Owned,
 }
 
 /// The pool of this process (leaked: it lives as long as the process).
@@ -33,7 +36,7 @@ fn pool() -> Option<&'static ThreadPool> {
         }
     }
     let pool = ThreadPoolBuilder::new().thread_name(|i| format!("blobcore-{i}")).build().ok()?;
-    let fresh = Box::into_raw(Box::new(Owned { pid, pool }));
+    let fresh = Box::into_raw(Box::new(Owned { pid, pool, _prev: cur }));
     match POOL.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: `fresh` was just leaked and is now published for good.
         Ok(_) => Some(unsafe { &(*fresh).pool }),

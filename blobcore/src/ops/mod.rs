@@ -41,10 +41,11 @@ pub(crate) fn source_for(dst: &Blob, src: &Blob) -> Result<Source> {
     if d.same_elements(&s) {
         return Ok(Source::Same);
     }
-    match d.overlap(&s, OP_WORK) {
-        Overlap::No => Ok(Source::Apart(src.clone())),
-        Overlap::Yes | Overlap::Unknown => Ok(Source::Apart(src.copy()?)),
-    }
+    // Within one storage the operation borrows each side's whole span, so
+    // interleaved views that share no element still clash there: their
+    // bounds decide. Across storages (aliases) only shared bytes matter.
+    let apart = if d.same_storage(&s) { !d.may_overlap(&s) } else { d.overlap(&s, OP_WORK) == Overlap::No };
+    Ok(Source::Apart(if apart { src.clone() } else { src.copy()? }))
 }
 
 /// Exclusive access to `dst` and shared access to `src`, which the caller
