@@ -189,7 +189,7 @@ impl Blob {
         let data_at = crate::io::npy::data_offset(bytes)?;
         let dims: Vec<i64> = h.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
         let shape = crate::io::file_shape("NumPy .npy", &dims)?;
-        let need = shape.byte_size(h.dtype)?;
+        let need = shape.byte_size(h.dtype).map_err(|_| err!(Format, "NumPy .npy: the shape {dims:?} is too large"))?;
         if data_at.checked_add(need) != Some(bytes.len()) {
             return Err(err!(
                 Format,

@@ -36,6 +36,13 @@ READ_ONLY = np.zeros(3, np.float32)
 READ_ONLY.setflags(write=False)
 HOSTILE_NPY = b"\x93NUMPY\x01\x00\x46\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }"
 
+def npy_header(shape: str) -> bytes:
+    """A .npy file of float32 with this shape and no data."""
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape
+    h = h + " " * (118 - len(h)) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode()
+
+
 ROWS = [
     # shapes and dtypes at creation
     (lambda f: bc.Blob.tensor([-1, 2]), bc.ShapeError, "negative"),
@@ -178,6 +185,8 @@ ROWS = [
     (lambda f: f.a[range(5)], IndexError, ""),
     (lambda f: f.a[0, (0, 7)], IndexError, ""),
     (lambda f: f.a["x"], IndexError, "only integers"),
+    (lambda f: bc.from_npy_bytes(npy_header("(0, 9223372036854775807, 9223372036854775807)")), bc.FormatError, "bad shape"),
+    (lambda f: bc.from_npy_bytes(npy_header("(4611686018427387904, 0)")), bc.FormatError, "too large"),
     # typed prefix copies (NeoML CopyTo)
     (lambda f: f.a.copy_to(np.zeros(2, np.int32)), bc.DTypeError, "holds float32"),
     (lambda f: f.a.copy_to(np.zeros(7, np.float32)), bc.InvalidArgumentError, "only 6"),

@@ -245,11 +245,10 @@ pub fn decode(engine: &Engine, bytes: &[u8]) -> Result<Blob> {
     let h = read_header(&mut c)?;
     let dims: Vec<i64> = h.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
     let shape = file_shape(FORMAT, &dims)?;
+    // NumPy's rule: the bytes of the non-zero dims must be addressable,
+    // even when a zero dim leaves the array empty.
     let es = h.dtype.size();
-    let need = shape
-        .count()
-        .checked_mul(es)
-        .ok_or_else(|| err!(Format, "{FORMAT}: the shape {dims:?} is too large"))?;
+    let need = shape.byte_size(h.dtype).map_err(|_| err!(Format, "{FORMAT}: the shape {dims:?} is too large"))?;
     let data = c.take(need, "the data")?;
     c.finish()?;
     let data = byte_order(data, es, h.big_endian != cfg!(target_endian = "big"));
@@ -433,6 +432,9 @@ mod tests {
         assert!(fmt(&file(&h("(1099511627776,)"), &[])).contains("truncated"));
         assert!(fmt(&file(&h("(1099511627776, 1099511627776)"), &[])).contains("bad shape"));
         assert!(fmt(&file(&h("(99999999999999999999999,)"), &[])).contains("too large"));
+        // NumPy's rule over the non-zero dims, whatever their order (numpy.load refuses these too).
+        assert!(fmt(&file(&h("(4611686018427387904, 0)"), &[])).contains("too large"));
+        assert!(fmt(&file(&h("(0, 9223372036854775807, 9223372036854775807)"), &[])).contains("bad shape"));
         assert!(fmt(&file(&h("(-1,)"), &[])).contains("non-negative integer"));
         assert!(fmt(&file(&h("(1,)"), &[0; 5])).contains("trailing"));
         assert!(fmt(&file(&h("(2,)"), &[0; 7])).contains("truncated"));
