@@ -16,7 +16,6 @@
 //! exactly, with a work limit past which it answers "unknown".
 
 use crate::blob::{Blob, State};
-use crate::storage::Storage;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -32,7 +31,9 @@ enum Base {
 /// The bytes a view reaches (see the module docs).
 #[derive(Clone)]
 pub(crate) struct Footprint {
-    storage: Arc<Storage>,
+    /// The storage's identity (its address; compared, never dereferenced:
+    /// footprints live only while the caller holds the blobs).
+    storage: usize,
     base: Base,
     /// Byte offset of the first element from the storage's start.
     start: u128,
@@ -105,7 +106,25 @@ impl Footprint {
             Some(a) => Base::Addr(a),
             None => Base::Unallocated,
         };
-        Footprint { storage: Arc::clone(&st.storage), base, start, terms, elem: es, empty, map }
+        Footprint { storage: Arc::as_ptr(&st.storage) as usize, base, start, terms, elem: es, empty, map }
+    }
+
+    /// The footprint of a dense region (a snapshot the caller already
+    /// took: no lock is taken again).
+    pub(crate) fn dense(r: &crate::blob::Region) -> Footprint {
+        let es = r.dtype.size() as u128;
+        let n = r.count() as u128;
+        let mut terms = SmallVec::new();
+        if n > 1 {
+            terms.push((es, n - 1));
+        }
+        let mut map = SmallVec::new();
+        map.push((n, 1));
+        let base = match r.storage.host_addr() {
+            Some(a) => Base::Addr(a),
+            None => Base::Unallocated,
+        };
+        Footprint { storage: Arc::as_ptr(&r.storage) as usize, base, start: r.offset as u128 * es, terms, elem: es, empty: n == 0, map }
     }
 
     /// A footprint of foreign memory: elements of `elem` bytes at
@@ -124,17 +143,17 @@ impl Footprint {
                 }
             }
         }
-        // A placeholder storage: only the address is compared.
+        // No storage of ours (identity 0): only the address is compared.
         let start = (addr as i128 + low).max(0) as u128;
         let map = dims.iter().zip(strides).map(|(&n, &s)| (n as u128, s as u128)).collect();
-        Footprint { storage: Storage::lazy(0), base: Base::Addr(0), start, terms, elem: elem as u128, empty, map }
+        Footprint { storage: 0, base: Base::Addr(0), start, terms, elem: elem as u128, empty, map }
     }
 
     /// The two footprints' starts on one axis, or None when they cannot
     /// be compared (different storages, one without host memory: nothing
     /// can alias memory that does not exist).
     fn starts(&self, other: &Footprint) -> Option<(u128, u128)> {
-        if Arc::ptr_eq(&self.storage, &other.storage) {
+        if self.storage != 0 && self.storage == other.storage {
             return Some((self.start, other.start));
         }
         match (&self.base, &other.base) {
@@ -145,7 +164,7 @@ impl Footprint {
 
     /// True when both footprints are of the very same storage.
     pub(crate) fn same_storage(&self, other: &Footprint) -> bool {
-        Arc::ptr_eq(&self.storage, &other.storage)
+        self.storage != 0 && self.storage == other.storage
     }
 
     fn extent(&self) -> u128 {
@@ -311,6 +330,7 @@ pub(crate) const OP_WORK: u64 = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::Storage;
     use proptest::prelude::*;
 
     /// The oracle: every byte each footprint reaches, enumerated.
@@ -336,7 +356,7 @@ mod tests {
     }
 
     fn fp(start: u128, terms: &[(u128, u128)], elem: u128, storage: &Arc<Storage>) -> Footprint {
-        Footprint { storage: Arc::clone(storage), base: Base::Unallocated, start, terms: terms.iter().copied().collect(), elem, empty: false, map: SmallVec::new() }
+        Footprint { storage: Arc::as_ptr(storage) as usize, base: Base::Unallocated, start, terms: terms.iter().copied().collect(), elem, empty: false, map: SmallVec::new() }
     }
 
     proptest! {

@@ -18,6 +18,7 @@ use crate::engine::gpu::Gpu;
 use crate::error::{err, Result};
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Alignment of every heap allocation.
@@ -134,6 +135,10 @@ pub struct Storage {
     /// The memory is part of a memory-mapped file ([`crate::mapped`]): it
     /// cannot be replaced by a reallocation.
     file_backed: bool,
+    /// The host memory's address once it exists (0 before): set once, under
+    /// the state lock, and never changed (a storage's memory does not move),
+    /// so overlap checks read it without locking.
+    addr: AtomicUsize,
 }
 
 // SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
@@ -160,7 +165,7 @@ impl Storage {
 
     /// A lazy storage that also keeps a device copy on `gpu`.
     pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false })
+        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, addr: AtomicUsize::new(0) })
     }
 
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
@@ -182,7 +187,7 @@ impl Storage {
     /// With `read_only`, `ptr` need only be valid for reads: every write
     /// path ([`Storage::check_writable`]) refuses.
     pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: false })
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
     }
 
     /// [`Storage::external_on`] for bytes of a memory-mapped file.
@@ -190,7 +195,7 @@ impl Storage {
     /// # Safety
     /// As [`Storage::external_on`].
     pub(crate) unsafe fn file_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: true })
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
     }
 
     /// True when the memory is part of a memory-mapped file.
@@ -229,10 +234,9 @@ impl Storage {
     /// The address of the host memory, if it exists yet (nothing is
     /// allocated): what overlap checks compare ([`crate::overlap`]).
     pub(crate) fn host_addr(&self) -> Option<usize> {
-        match &lock(&self.state).host {
-            HostMem::None => None,
-            HostMem::Heap { ptr, .. } | HostMem::External { ptr, .. } => Some(ptr.as_ptr() as usize),
-            HostMem::Mapped(m) => Some(m.as_ptr() as usize),
+        match self.addr.load(Ordering::Acquire) {
+            0 => None,
+            a => Some(a),
         }
     }
 
@@ -289,16 +293,21 @@ impl Storage {
     }
 
     fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
-        if matches!(st.host, HostMem::None) {
+        let fresh = matches!(st.host, HostMem::None);
+        if fresh {
             st.host = Storage::allocate(self.len)?;
         }
-        Ok(match &mut st.host {
+        let p = match &mut st.host {
             HostMem::None => return Err(err!(Internal, "host memory missing after allocation")),
             HostMem::Heap { ptr, .. } => *ptr,
             HostMem::External { ptr, .. } => *ptr,
             HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr())
                 .ok_or_else(|| err!(Internal, "memory map returned null"))?,
-        })
+        };
+        if fresh {
+            self.addr.store(p.as_ptr() as usize, Ordering::Release);
+        }
+        Ok(p)
     }
 
     /// Hands the host memory out raw (an export, a held buffer): makes the

@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::ops::strided::{self, normalise, Axis};
-use crate::ops::{dst_src, gpu, par_copy, source_for, Source};
+use crate::ops::{dst_src, gpu, par_copy};
 use crate::overlap::Footprint;
 use crate::shape::Shape;
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
@@ -25,19 +25,25 @@ impl Blob {
             // Any layout on either side: a reorder does the copy.
             return self.reorder_from(src);
         }
-        if self.dims() != src.dims() {
-            return Err(err!(Shape, "copy_from: dims differ ({:?} and {:?})", self.dims(), src.dims()));
-        }
-        let src = match source_for(self, src)? {
-            Source::Same => return Ok(()),
-            Source::Apart(s) => s,
-        };
         let d = self.snapshot();
-        let s = src.snapshot();
+        let mut s = src.snapshot();
         if d.shape != s.shape {
             return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
         }
-        if let Some(g) = gpu::common_gpu(&[self, &src]) {
+        // Dense regions: their bounds are exactly their bytes.
+        let (fd, fs) = (Footprint::dense(&d), Footprint::dense(&s));
+        if fd.same_elements(&fs) {
+            return Ok(());
+        }
+        let copied;
+        let src = if fd.may_overlap(&fs) {
+            copied = src.copy()?;
+            s = copied.snapshot();
+            &copied
+        } else {
+            src
+        };
+        if let Some(g) = gpu::common_gpu(&[self, src]) {
             let n = d.count();
             let one = gpu::Strided { dims: vec![n], dst_off: d.offset, dst_strides: vec![1], src_off: s.offset, src_strides: vec![1] };
             if gpu::copies(&g, d.clone(), s.clone(), &[one])? {
