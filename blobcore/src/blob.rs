@@ -200,6 +200,38 @@ impl Region {
         Arc::ptr_eq(&self.storage, &other.storage) && a0 < b1 && b0 < a1
     }
 
+    /// Byte range of a dense region in one address space: relative to
+    /// `base`'s storage when both share it, else absolute (None when the
+    /// storage has no host memory yet, which nothing else can reach).
+    fn span_from(&self, same_storage: bool) -> Option<(usize, usize)> {
+        let (s, e) = self.byte_range();
+        if same_storage {
+            return Some((s, e));
+        }
+        self.storage.host_addr().map(|a| (a + s, a + e))
+    }
+
+    /// For dense regions (only: a strided view's region is not its bytes):
+    /// true when they share no byte of memory, however
+    /// each reaches it (by address; two atomic loads, no lock).
+    pub(crate) fn apart(&self, other: &Region) -> bool {
+        let same = Arc::ptr_eq(&self.storage, &other.storage);
+        match (self.span_from(same), other.span_from(same)) {
+            (Some((a0, a1)), Some((b0, b1))) => a0 == a1 || b0 == b1 || a1 <= b0 || b1 <= a0,
+            _ => true,
+        }
+    }
+
+    /// For dense regions: true when both are exactly the same bytes (a
+    /// copy between them changes nothing), however each reaches them.
+    pub(crate) fn same_memory(&self, other: &Region) -> bool {
+        let same = Arc::ptr_eq(&self.storage, &other.storage);
+        match (self.span_from(same), other.span_from(same)) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+
     /// True when both regions cover exactly the same bytes.
     pub(crate) fn same_bytes(&self, other: &Region) -> bool {
         Arc::ptr_eq(&self.storage, &other.storage) && self.byte_range() == other.byte_range()

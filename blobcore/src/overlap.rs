@@ -109,24 +109,6 @@ impl Footprint {
         Footprint { storage: Arc::as_ptr(&st.storage) as usize, base, start, terms, elem: es, empty, map }
     }
 
-    /// The footprint of a dense region (a snapshot the caller already
-    /// took: no lock is taken again).
-    pub(crate) fn dense(r: &crate::blob::Region) -> Footprint {
-        let es = r.dtype.size() as u128;
-        let n = r.count() as u128;
-        let mut terms = SmallVec::new();
-        if n > 1 {
-            terms.push((es, n - 1));
-        }
-        let mut map = SmallVec::new();
-        map.push((n, 1));
-        let base = match r.storage.host_addr() {
-            Some(a) => Base::Addr(a),
-            None => Base::Unallocated,
-        };
-        Footprint { storage: Arc::as_ptr(&r.storage) as usize, base, start: r.offset as u128 * es, terms, elem: es, empty: n == 0, map }
-    }
-
     /// A footprint of foreign memory: elements of `elem` bytes at
     /// `addr + sum(i_k * strides_k) * elem` for `i_k < dims_k` (strides in
     /// elements, negative allowed).

@@ -59,19 +59,40 @@ impl Blob {
         if self.dtype() != other.dtype() {
             return Err(err!(DType, "{name}: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), other.dtype()));
         }
-        if self.dims() != other.dims() {
-            return Err(err!(Shape, "{name}: dims differ ({:?} and {:?})", self.dims(), other.dims()));
-        }
-        let (other, same) = match source_for(self, other)? {
-            Source::Same => (other.clone(), true),
-            Source::Apart(s) => (s, false),
-        };
         let dst = self.snapshot();
-        let src = other.snapshot();
+        let mut src = other.snapshot();
         if dst.shape != src.shape {
             return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
         }
-        if let Some(g) = gpu::common_gpu(&[self, &other]) {
+        // Element-wise: the same bytes run in place; any other overlap
+        // (however the memory is reached) reads a copy. Dense regions are
+        // compared by address directly; other layouts by their footprints.
+        let mut same = false;
+        let copied;
+        let other = if dst.dense && src.dense {
+            same = dst.same_memory(&src);
+            if same || dst.apart(&src) {
+                other
+            } else {
+                copied = other.copy()?;
+                src = copied.snapshot();
+                &copied
+            }
+        } else {
+            match source_for(self, other)? {
+                Source::Same => {
+                    same = true;
+                    other
+                }
+                Source::Apart(s) if s.ptr_eq(other) => other,
+                Source::Apart(s) => {
+                    copied = s;
+                    src = copied.snapshot();
+                    &copied
+                }
+            }
+        };
+        if let Some(g) = gpu::common_gpu(&[self, other]) {
             if gpu::binary(&g, dst.clone(), src.clone(), matches!(op, BinOp::Sub))? {
                 return Ok(());
             }

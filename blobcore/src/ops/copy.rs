@@ -31,12 +31,11 @@ impl Blob {
             return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
         }
         // Dense regions: their bounds are exactly their bytes.
-        let (fd, fs) = (Footprint::dense(&d), Footprint::dense(&s));
-        if fd.same_elements(&fs) {
+        if d.same_memory(&s) {
             return Ok(());
         }
         let copied;
-        let src = if fd.may_overlap(&fs) {
+        let src = if !d.apart(&s) {
             copied = src.copy()?;
             s = copied.snapshot();
             &copied
