@@ -193,13 +193,6 @@ impl Region {
         (start, start + self.count() * es)
     }
 
-    /// True when both regions share at least one byte.
-    pub(crate) fn overlaps(&self, other: &Region) -> bool {
-        let (a0, a1) = self.byte_range();
-        let (b0, b1) = other.byte_range();
-        Arc::ptr_eq(&self.storage, &other.storage) && a0 < b1 && b0 < a1
-    }
-
     /// Byte range of a dense region in one address space: relative to
     /// `base`'s storage when both share it, else absolute (None when the
     /// storage has no host memory yet, which nothing else can reach).
@@ -232,7 +225,8 @@ impl Region {
         }
     }
 
-    /// True when both regions cover exactly the same bytes.
+    /// True when both regions are the same bytes of the same storage (what
+    /// the GPU engine needs: an alias is another storage, another buffer).
     pub(crate) fn same_bytes(&self, other: &Region) -> bool {
         Arc::ptr_eq(&self.storage, &other.storage) && self.byte_range() == other.byte_range()
     }

@@ -27,29 +27,11 @@ def exact_round(x: float, dt) -> np.ndarray:
     """An exactly rounded binary float (ties to even) of the rational value
     of `x`, by exact arithmetic: the independent oracle where ml_dtypes and
     NumPy round twice (float64 and 32/64-bit integers into bfloat16)."""
-    fi = ml_dtypes.finfo(dt) if dt == BF16 else np.finfo(dt)
-    man = int(fi.nmant)
-    emin = int(fi.minexp)
     if x != x:
         return np.array([x], dtype=np.float64).astype(np.float32).astype(dt)
     if x in (float("inf"), float("-inf")) or x == 0:
         return np.array([x], dtype=dt)
-    v = Fraction(x)
-    neg, a = v < 0, abs(v)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:
-        e -= 1
-    q = Fraction(2) ** (max(e, emin) - man)  # the quantum there
-    n, r = divmod(a, q)
-    if r > q / 2 or (r == q / 2 and n % 2 == 1):
-        n += 1
-    val = n * q
-    out = float(val) if val < Fraction(2) ** (int(fi.maxexp)) else float("inf")
-    # Overflow: past the largest finite value by half an ulp or more.
-    big = Fraction(float(fi.max))
-    if val > big:
-        out = float("inf")
-    return np.array([-out if neg else out], dtype=np.float64).astype(dt)
+    return exact_round_fraction(Fraction(x), dt)
 
 
 def cast_oracle(a: np.ndarray, to) -> np.ndarray:
@@ -69,8 +51,8 @@ def cast_oracle(a: np.ndarray, to) -> np.ndarray:
         out[f < bottom] = info.min
         return out
     if to == BF16 and (src == np.float64 or (src.kind in "iu" and src.itemsize >= 4)):
-        return np.concatenate([exact_round(float(v) if src.kind == "f" else v, BF16) if src.kind == "f"
-                               else exact_int_round(int(v), BF16) for v in a.ravel()]).reshape(a.shape) if a.size else a.astype(to)
+        one = (lambda v: exact_round(float(v), BF16)) if src.kind == "f" else (lambda v: exact_int_round(int(v), BF16))
+        return np.concatenate([one(v) for v in a.ravel()]).reshape(a.shape) if a.size else a.astype(to)
     if to == np.float16 and src.kind in "iu" and src.itemsize == 8:
         return np.concatenate([exact_int_round(int(v), np.dtype(np.float16)) for v in a.ravel()]).reshape(a.shape) if a.size else a.astype(to)
     return a.astype(to)

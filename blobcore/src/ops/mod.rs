@@ -51,7 +51,7 @@ pub(crate) fn source_for(dst: &Blob, src: &Blob) -> Result<Source> {
 /// Exclusive access to `dst` and shared access to `src`, which the caller
 /// has made apart ([`source_for`]); a clash with a live guard is Busy.
 pub(crate) fn dst_src(dst: &Region, src: &Region, op: &str) -> Result<(HostMut, HostRef)> {
-    if dst.overlaps(src) {
+    if !dst.apart(src) {
         return Err(err!(Internal, "{op}: source and destination share memory after the source was made apart"));
     }
     let r = src.read()?;
