@@ -138,7 +138,7 @@ impl Blob {
             let (pin, host) = storage.pin_host(writable)?;
             // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
             let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
-            let byte_strides = strides.iter().map(|&s| (s * es) as isize).collect();
+            let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
             let dims = desc.dims().to_vec();
             return Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable });
         }

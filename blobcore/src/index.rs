@@ -8,11 +8,11 @@
 //! its fast path; otherwise dense-only operations ask for a copy
 //! (`copy()`, `reorder_from`, NumPy through `export`).
 //!
-//! Negative steps: NumPy returns views with negative strides. blobcore's
-//! descs have non-negative strides, so a key with a negative step returns a
-//! *copy* (a new dense blob) from [`Blob::index`]; [`Blob::index_for_write`]
-//! returns the positive-step view over the same elements and the axes that
-//! are reversed, so an assignment can flip its value instead.
+//! Negative steps give views with negative strides, as in NumPy: `b[::-1]`
+//! is the same memory read backwards, and a write through it lands in `b`.
+//! The view's desc keeps the signed strides, and its base is its lowest
+//! element (see [`BlockingDesc`]'s padding), so every kernel sees an
+//! ordinary span of memory.
 
 use crate::blob::{Blob, State, View, ViewKind};
 use crate::error::{err, Result};
@@ -156,15 +156,16 @@ pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<P
     Ok(out)
 }
 
-/// A planar desc for positive element `strides` (any order, gaps allowed):
-/// axes sorted by stride, outermost first; length-1 axes innermost.
-pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[usize]) -> Result<TensorDesc> {
+/// A planar desc for element `strides` of either sign (any order, gaps
+/// allowed): axes sorted by stride magnitude, outermost first; length-1
+/// axes innermost (their stride is irrelevant and set to 1).
+pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[isize]) -> Result<TensorDesc> {
     let rank = dims.len();
     let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
-    order.sort_by(|&a, &b| strides[b].cmp(&strides[a]).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
     order.extend((0..rank).filter(|&a| dims[a] <= 1));
     let blk: Axes<usize> = order.iter().map(|&a| dims[a]).collect();
-    let st: Axes<usize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+    let st: Axes<isize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
     TensorDesc::with_blocking(dtype, dims, BlockingDesc::view(&blk, &order, &st)?)
 }
 
@@ -186,25 +187,30 @@ impl Blob {
                 let (s, base) = d.planar_strides().ok_or_else(|| {
                     err!(Unsupported, "a blocked layout ({}) cannot be indexed or permuted; reorder it into a dense blob first", d.layout())
                 })?;
-                Ok((s.into_iter().map(|v| v as isize).collect(), base))
+                Ok((s.into_iter().collect(), base))
             }
         }
     }
 
-    /// A view of the elements at `plan` (positive strides only).
+    /// A view of the elements at `plan` (strides of either sign).
     fn view_of(&self, st: &State, base: usize, p: &Plan, kind: ViewKind) -> Result<Blob> {
         let shape = Shape::new(&p.dims)?;
-        let strides: Axes<usize> = p.strides.iter().map(|&s| s.unsigned_abs()).collect();
-        let offset = (st.offset + base)
+        // The storage offset of element 0.
+        let first = (st.offset + base)
             .checked_add_signed(p.offset)
             .ok_or_else(|| err!(Internal, "indexed offset below the storage"))?;
         let count = shape.count();
         let dense = count == 0 || crate::layout::is_row_major(&p.dims, &p.strides, 1);
-        let desc = if dense { None } else { Some(strided_desc(self.dtype(), &p.dims, &strides)?) };
+        let desc = if dense { None } else { Some(strided_desc(self.dtype(), &p.dims, &p.strides)?) };
         let span = match &desc {
             Some(d) => d.span()?,
             None => count,
         };
+        // The view's base is its lowest element: element 0 less what the
+        // negative strides reach below it.
+        let offset = first
+            .checked_sub(desc.as_ref().map_or(0, |d| d.origin()))
+            .ok_or_else(|| err!(Internal, "indexed view below the storage"))?;
         if count > 0 && (offset + span) * self.dtype().size() > st.storage.len() {
             return Err(err!(Internal, "indexed view exceeds the storage"));
         }
@@ -225,55 +231,13 @@ impl Blob {
         Ok((plan(st.shape.dims(), &strides, key)?, base))
     }
 
-    /// NumPy basic indexing (`b[key]`): a view sharing memory, or — when a
-    /// range has a negative step — a new dense blob holding those elements
-    /// (see the module docs). Out-of-range integers and too many entries
-    /// are `OutOfRange`; a zero step is `InvalidArgument`; blocked layouts
-    /// are `Unsupported`.
+    /// NumPy basic indexing (`b[key]`): a view sharing memory, negative
+    /// steps included (see the module docs). Out-of-range integers and too
+    /// many entries are `OutOfRange`; a zero step is `InvalidArgument`.
     pub fn index(&self, key: &[Index]) -> Result<Blob> {
-        let (view, flipped) = self.index_for_write(key)?;
-        if flipped.is_empty() {
-            return Ok(view);
-        }
-        // Copy with the flipped axes reversed: read the view backwards.
-        let out = Blob::new(self.engine(), self.dtype(), view.shape())?;
-        if out.count() == 0 {
-            return Ok(out);
-        }
-        let e = view.export()?;
-        let es = self.dtype().size() as isize;
-        let mut strides: Vec<isize> = e.byte_strides().iter().map(|s| s / es).collect();
-        let mut start = 0isize;
-        for &a in &flipped {
-            start += (view.dims()[a] as isize - 1) * strides[a];
-            strides[a] = -strides[a];
-        }
-        // SAFETY: the export pins the view's memory; every index within the
-        // view's dims, read from the last element backwards along the
-        // flipped axes, is an element of the view.
-        unsafe { out.copy_from_strided(e.as_ptr().offset(start * es), &strides)? };
-        Ok(out)
-    }
-
-    /// As [`Blob::index`], but always a view: ranges with negative steps
-    /// are taken forwards over the same elements, and their axes (of the
-    /// result) are returned so that a caller assigning through the view can
-    /// reverse its value along them.
-    pub fn index_for_write(&self, key: &[Index]) -> Result<(Blob, Vec<usize>)> {
         let st = self.state();
-        let (mut p, base) = self.index_plan(&st, key)?;
-        let mut flipped = Vec::new();
-        for a in 0..p.dims.len() {
-            if p.strides[a] < 0 {
-                if p.dims[a] > 0 {
-                    p.offset += (p.dims[a] as isize - 1) * p.strides[a];
-                }
-                p.strides[a] = -p.strides[a];
-                flipped.push(a);
-            }
-        }
-        let v = self.view_of(&st, base, &p, ViewKind::Indexed)?;
-        Ok((v, flipped))
+        let (p, base) = self.index_plan(&st, key)?;
+        self.view_of(&st, base, &p, ViewKind::Indexed)
     }
 
     /// NumPy `transpose(axes)` as a view (`b.T` is the reversed axes):
@@ -344,14 +308,21 @@ mod tests {
     }
 
     #[test]
-    fn negative_steps_copy_and_report_flips() {
+    fn negative_steps_are_views() {
         let b = ramp(&[3, 4]);
         let c = b.index(&[r(None, None, Some(-1)), r(Some(3), Some(0), Some(-2))]).unwrap();
         assert_eq!(values(&c), [11.0, 9.0, 7.0, 5.0, 3.0, 1.0]);
-        assert!(!c.shares_memory(&b));
-        let (v, flips) = b.index_for_write(&[Index::ALL, r(None, None, Some(-1))]).unwrap();
-        assert_eq!(flips, [1]);
-        assert_eq!(values(&v), (0..12).map(|i| i as f32).collect::<Vec<_>>());
+        assert!(c.shares_memory(&b));
+        // A write through the reversed view lands in the parent.
+        let row = c.index(&[Index::At(0)]).unwrap();
+        row.reorder_from(&Blob::from_slice(&Engine::cpu(), &[2], &[-1f32, -2.0]).unwrap()).unwrap();
+        let all = b.to_vec::<f32>().unwrap();
+        assert_eq!((all[11], all[9]), (-1.0, -2.0));
+        // Views of reversed views compose: reversing twice is the original.
+        let v = b.index(&[r(None, None, Some(-1))]).unwrap().index(&[r(None, None, Some(-1))]).unwrap();
+        assert_eq!(values(&v), all);
+        let e = c.export().unwrap();
+        assert_eq!(e.byte_strides(), [-16, -8]);
     }
 
     #[test]

@@ -205,7 +205,9 @@ pub struct BlockingDesc {
     order: Vec<usize>,
     offset_padding: usize,
     offsets_to_data: Vec<usize>,
-    strides: Vec<usize>,
+    /// Element strides; negative only in strided views (NumPy's reversed
+    /// axes), whose `offset_padding` then reaches the lowest element.
+    strides: Vec<isize>,
 }
 
 fn dense_strides(blk_dims: &[usize]) -> Result<Vec<usize>> {
@@ -279,19 +281,37 @@ impl BlockingDesc {
                 ));
             }
         }
-        let b = BlockingDesc { blk_dims: blk_dims.to_vec(), order: order.to_vec(), offset_padding, offsets_to_data: offsets, strides: strides.to_vec() };
+        let strides = strides
+            .iter()
+            .map(|&s| isize::try_from(s).map_err(|_| err!(Shape, "stride {s} is too large")))
+            .collect::<Result<Vec<isize>>>()?;
+        let b = BlockingDesc { blk_dims: blk_dims.to_vec(), order: order.to_vec(), offset_padding, offsets_to_data: offsets, strides };
         b.span()?;
         Ok(b)
     }
 
-    /// A planar strided view (NumPy indexing): no density rule, only a
-    /// span that fits an `i64`. The caller checks it lies in the storage.
-    pub(crate) fn view(blk_dims: &[usize], order: &[usize], strides: &[usize]) -> Result<BlockingDesc> {
+    /// A planar strided view (NumPy indexing): no density rule, strides of
+    /// either sign, only a span that fits an `i64`. The padding is what
+    /// the negative strides reach below element 0, so that every element
+    /// is at a non-negative offset from the view's base (its lowest
+    /// element). The caller checks the span lies in the storage.
+    pub(crate) fn view(blk_dims: &[usize], order: &[usize], strides: &[isize]) -> Result<BlockingDesc> {
         let n = blk_dims.len();
+        let mut below: usize = 0;
+        if !blk_dims.contains(&0) {
+            for (&d, &s) in blk_dims.iter().zip(strides) {
+                if s < 0 {
+                    below = (d - 1)
+                        .checked_mul(s.unsigned_abs())
+                        .and_then(|v| v.checked_add(below))
+                        .ok_or_else(|| err!(Shape, "the view's memory span overflows"))?;
+                }
+            }
+        }
         let b = BlockingDesc {
             blk_dims: blk_dims.to_vec(),
             order: order.to_vec(),
-            offset_padding: 0,
+            offset_padding: below,
             offsets_to_data: vec![0; n],
             strides: strides.to_vec(),
         };
@@ -319,25 +339,49 @@ impl BlockingDesc {
         &self.offsets_to_data
     }
 
-    /// Strides of the blocked dims, in elements.
-    pub fn strides(&self) -> &[usize] {
+    /// Strides of the blocked dims, in elements (negative only in views
+    /// with reversed axes).
+    pub fn strides(&self) -> &[isize] {
         &self.strides
     }
 
-    /// Elements of memory the described data reaches (0 when empty).
-    pub fn span(&self) -> Result<usize> {
+    /// The lowest and highest element offsets the blocking reaches, exact
+    /// in 128 bits (None when empty).
+    fn bounds(&self) -> Option<(i128, i128)> {
         if self.blk_dims.contains(&0) {
-            return Ok(0);
+            return None;
         }
-        let mut end = self.offset_padding;
+        let (mut lo, mut hi) = (self.offset_padding as i128, self.offset_padding as i128);
         for i in 0..self.blk_dims.len() {
-            let last = (self.blk_dims[i] - 1)
-                .checked_add(self.offsets_to_data[i])
-                .and_then(|v| v.checked_mul(self.strides[i]))
-                .ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))?;
-            end = end.checked_add(last).ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))?;
+            let s = self.strides[i] as i128;
+            let first = self.offsets_to_data[i] as i128 * s;
+            let last = (self.blk_dims[i] as i128 - 1 + self.offsets_to_data[i] as i128) * s;
+            lo += first.min(last);
+            hi += first.max(last);
         }
-        end.checked_add(1).filter(|&e| i64::try_from(e).is_ok()).ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))
+        Some((lo, hi))
+    }
+
+    /// Elements of memory the described data reaches from the base (0 when
+    /// empty); no element lies below the base.
+    pub fn span(&self) -> Result<usize> {
+        let Some((lo, hi)) = self.bounds() else { return Ok(0) };
+        if lo < 0 {
+            return Err(err!(Shape, "the blocking reaches {} elements below its base", -lo));
+        }
+        usize::try_from(hi + 1)
+            .ok()
+            .filter(|&e| i64::try_from(e).is_ok())
+            .ok_or_else(|| err!(Shape, "the blocking's memory span overflows"))
+    }
+
+    /// The offset of logical element 0 from the base.
+    pub fn origin(&self) -> usize {
+        let mut at = self.offset_padding as isize;
+        for (&o, &s) in self.offsets_to_data.iter().zip(&self.strides) {
+            at += o as isize * s;
+        }
+        at.max(0) as usize
     }
 
     /// True for the plain dense row-major blocking of `dims`.
@@ -346,7 +390,7 @@ impl BlockingDesc {
             && self.blk_dims == dims
             && self.offset_padding == 0
             && self.offsets_to_data.iter().all(|&o| o == 0)
-            && dense_strides(dims).is_ok_and(|s| s == self.strides || dims.contains(&0) || dims.iter().product::<usize>() <= 1)
+            && dense_strides(dims).is_ok_and(|s| s.iter().zip(&self.strides).all(|(&a, &b)| a as isize == b) || dims.contains(&0) || dims.iter().product::<usize>() <= 1)
     }
 }
 
@@ -463,15 +507,16 @@ impl TensorDesc {
         }
         let b = &self.blocking;
         let mut v = index.to_vec();
-        let mut result = b.offset_padding;
+        let mut result = b.offset_padding as isize;
         for i in (0..b.blk_dims.len()).rev() {
             let d = b.order[i];
             let blk = b.blk_dims[i].max(1);
             let shift = v[d] % blk;
             v[d] /= blk;
-            result += (shift + b.offsets_to_data[i]) * b.strides[i];
+            result += (shift + b.offsets_to_data[i]) as isize * b.strides[i];
         }
-        Ok(result)
+        // A valid desc puts every element at or above its base.
+        usize::try_from(result).map_err(|_| err!(Internal, "element offset {result} below the base"))
     }
 
     /// OpenVINO `offset(l)`: the offset of the `l`-th element in row-major
@@ -496,7 +541,7 @@ impl TensorDesc {
         let b = &self.blocking;
         let padded = b.offset_padding != 0
             || b.offsets_to_data.iter().any(|&o| o != 0)
-            || dense_strides(&b.blk_dims).map(|s| s != b.strides).unwrap_or(true)
+            || dense_strides(&b.blk_dims).map(|s| !s.iter().zip(&b.strides).all(|(&a, &b)| a as isize == b)).unwrap_or(true)
             || b.blk_dims.iter().product::<usize>() != self.count();
         if padded {
             return Err(err!(Shape, "cannot reshape a padded, strided or blocked desc ({}); reorder to a dense one first", self.layout));
@@ -541,20 +586,24 @@ impl TensorDesc {
         Ok(TensorDesc { dtype: self.dtype, dims, layout: if self.layout == Layout::Any { Layout::Any } else { layout }, blocking })
     }
 
-    /// For planar descs: the element strides of the logical dims and the
-    /// offset of element 0 (what NumPy needs to view the data).
-    pub fn planar_strides(&self) -> Option<(Vec<usize>, usize)> {
+    /// For planar descs: the element strides of the logical dims (negative
+    /// for reversed axes) and the offset of element 0 from the base (what
+    /// NumPy needs to view the data).
+    pub fn planar_strides(&self) -> Option<(Vec<isize>, usize)> {
         if !self.is_planar() {
             return None;
         }
         let b = &self.blocking;
-        let mut strides = vec![0usize; self.dims.len()];
-        let mut base = b.offset_padding;
+        let mut strides = vec![0isize; self.dims.len()];
         for (i, &d) in b.order.iter().enumerate() {
             strides[d] = b.strides[i];
-            base += b.offsets_to_data[i] * b.strides[i];
         }
-        Some((strides, base))
+        Some((strides, self.origin()))
+    }
+
+    /// The offset of logical element 0 from the base.
+    pub fn origin(&self) -> usize {
+        self.blocking.origin()
     }
 }
 

@@ -80,26 +80,29 @@ impl Footprint {
             }
             Some(d) => {
                 match d.planar_strides() {
-                    Some((s, _)) => map.extend(d.dims().iter().zip(&s).map(|(&n, &s)| (n as u128, if n > 1 { s as u128 } else { 0 }))),
+                    Some((s, _)) => map.extend(d.dims().iter().zip(&s).map(|(&n, &s)| (n as u128, if n > 1 { s as i128 as u128 } else { 0 }))),
                     None => {
                         let b = d.blocking();
-                        map.extend(b.blk_dims().iter().zip(b.strides()).map(|(&n, &s)| (n as u128, s as u128)));
+                        map.extend(b.blk_dims().iter().zip(b.strides()).map(|(&n, &s)| (n as u128, s as i128 as u128)));
                         map.extend(b.order().iter().map(|&o| (o as u128, u128::MAX)));
                     }
                 }
                 // Every blocked dim as an axis: a superset of the elements
                 // of blocked layouts whose last block is partial (the
-                // padding), exact for planar and strided views.
+                // padding), exact for planar and strided views. A negative
+                // stride walks down from element 0: the footprint starts at
+                // the lowest element and steps up.
                 let b = d.blocking();
-                start += b.offset_padding() as u128 * es;
-                for (o, s) in b.offsets_to_data().iter().zip(b.strides()) {
-                    start += (*o as u128) * (*s as u128) * es;
-                }
+                let mut first = d.origin() as i128;
                 for (&n, &s) in b.blk_dims().iter().zip(b.strides()) {
-                    if n > 1 && s > 0 {
-                        terms.push((s as u128 * es, n as u128 - 1));
+                    if n > 1 && s != 0 {
+                        terms.push((s.unsigned_abs() as u128 * es, n as u128 - 1));
+                        if s < 0 {
+                            first -= (n as i128 - 1) * s.unsigned_abs() as i128;
+                        }
                     }
                 }
+                start += first.max(0) as u128 * es;
             }
         }
         let base = match st.storage.host_addr() {

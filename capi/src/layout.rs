@@ -129,7 +129,9 @@ pub extern "C" fn blob_desc_blocking(
         let desc = handles::blob(b, "blob")?.desc();
         let bd = desc.blocking();
         let n = bd.blk_dims().len();
-        let arrays = [(out_blk_dims, bd.blk_dims()), (out_order, bd.order()), (out_strides, bd.strides()), (out_dim_offsets, bd.offsets_to_data())];
+        let wide = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
+        let strides: Vec<i64> = bd.strides().iter().map(|&x| x as i64).collect();
+        let arrays = [(out_blk_dims, wide(bd.blk_dims())), (out_order, wide(bd.order())), (out_strides, strides), (out_dim_offsets, wide(bd.offsets_to_data()))];
         if capacity < n && arrays.iter().any(|(p, _)| !p.is_null()) {
             return Err(Error::OutOfRange(format!("room for {capacity} entries given for {n} blocked dims")));
         }
@@ -138,7 +140,7 @@ pub extern "C" fn blob_desc_blocking(
                 for (i, &v) in values.iter().enumerate() {
                     // SAFETY: non-NULL, and the caller promises room for
                     // `capacity` >= n entries.
-                    unsafe { p.add(i).write(v as i64) };
+                    unsafe { p.add(i).write(v) };
                 }
             }
         }

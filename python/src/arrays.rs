@@ -140,16 +140,12 @@ pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> 
 /// `value` as a dense blob of `view`'s dims and dtype for an assignment:
 /// NumPy converts and broadcasts it; axes in `flipped` are reversed (the
 /// view runs forwards over a negative-step key).
-pub fn assigned_value(py: Python<'_>, value: &Bound<'_, PyAny>, view: &Blob, flipped: &[usize]) -> PyResult<Blob> {
+pub fn assigned_value(py: Python<'_>, value: &Bound<'_, PyAny>, view: &Blob) -> PyResult<Blob> {
     let np = py.import("numpy")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("dtype", numpy_dtype(py, view.dtype())?)?;
     let v = np.getattr("asarray")?.call((value,), Some(&kwargs))?;
     let shape = pyo3::types::PyTuple::new(py, view.dims())?;
-    let mut v = np.getattr("broadcast_to")?.call1((v, shape))?;
-    if !flipped.is_empty() {
-        let axes = pyo3::types::PyTuple::new(py, flipped)?;
-        v = np.getattr("flip")?.call1((v, axes))?;
-    }
+    let v = np.getattr("broadcast_to")?.call1((v, shape))?;
     copy_array(py, &v, view.engine())
 }

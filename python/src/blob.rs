@@ -1105,8 +1105,8 @@ impl PyBlob {
 
     // --------------------------------------------------------------- indexing
 
-    /// NumPy basic indexing (ints, slices, ``...``, ``None``) gives a view
-    /// sharing memory; a negative step gives a copy; a key that selects one
+    /// NumPy basic indexing (ints, slices with any step, ``...``, ``None``)
+    /// gives a view sharing memory; a key that selects one
     /// element gives a NumPy scalar; integer or boolean arrays give a copy
     /// (advanced indexing, done by NumPy on a view of the blob).
     fn __getitem__<'py>(slf: &Bound<'py, Self>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -1144,8 +1144,8 @@ impl PyBlob {
         }
         match indexing::parse(key)? {
             Key::Basic(k) => {
-                let (view, flipped) = core(b.index_for_write(&k))?;
-                let src = arrays::assigned_value(py, value, &view, &flipped)?;
+                let view = core(b.index(&k))?;
+                let src = arrays::assigned_value(py, value, &view)?;
                 run(py, view.is_small(), move || view.copy_from(&src))
             }
             Key::Advanced => arrays::array_of(slf, None, None)?.set_item(key, value),

@@ -74,9 +74,10 @@ impl PyBlockingDesc {
         self.b.order().to_vec()
     }
 
-    /// Strides of the blocked dims, in elements.
+    /// Strides of the blocked dims, in elements (negative for the reversed
+    /// axes of views such as ``b[::-1]``).
     #[getter]
-    fn strides(&self) -> Vec<usize> {
+    fn strides(&self) -> Vec<isize> {
         self.b.strides().to_vec()
     }
 

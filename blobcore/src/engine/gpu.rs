@@ -65,14 +65,15 @@ impl std::fmt::Debug for Gpu {
 
 /// One strided N-d copy: for every index of `dims`,
 /// `dst[dst_off + idx . dst_strides] = src[src_off + idx . src_strides]`
-/// (in elements, or in words for the kernel).
+/// (in elements, or in words for the kernel). Strides may be negative
+/// (reversed views); offsets are those of index 0.
 #[derive(Debug, Clone)]
 pub(crate) struct Strided {
     pub dims: Vec<usize>,
     pub dst_off: usize,
-    pub dst_strides: Vec<usize>,
+    pub dst_strides: Vec<isize>,
     pub src_off: usize,
-    pub src_strides: Vec<usize>,
+    pub src_strides: Vec<isize>,
 }
 
 /// Element-wise kernel operations (the `OP` constant of `elementwise` in
@@ -619,9 +620,15 @@ impl Gpu {
             return Ok(());
         }
         let mut params = vec![Self::words(n)?, c.dims.len() as u32, Self::words(c.dst_off)?, Self::words(c.src_off)?];
-        for v in [&c.dims, &c.dst_strides, &c.src_strides] {
+        for &x in &c.dims {
+            params.push(Self::words(x)?);
+        }
+        for v in [&c.dst_strides, &c.src_strides] {
             for &x in v {
-                params.push(Self::words(x)?);
+                // Two's complement: the kernel's u32 sums wrap back to the
+                // (existing, non-negative) element offset.
+                let w = i32::try_from(x).map_err(|_| err!(Unsupported, "a stride of {x} words exceeds what one GPU kernel addresses (2^31)"))?;
+                params.push(w as u32);
             }
         }
         self.dispatch("strided copy", &self.strided_copy, dst, Some(src), &params, (n as u64).div_ceil(WG))

@@ -184,7 +184,9 @@ fn transpose_tiles(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocat
 //   dst[dst_off + sum(idx * dst_strides)] = src[src_off + sum(idx * src_strides)].
 // p = [n, rank, dst_off, src_off, dims[rank], dst_strides[rank], src_strides[rank]]
 // Dims are fused on the host first; what still has no contiguous inner
-// run (transposes, reorders) is this kernel.
+// run (transposes, reorders, reversed views) is this kernel. A negative
+// stride comes as its two's complement: u32 arithmetic wraps in WGSL, so
+// the sums are exact whenever the element they name exists.
 @compute @workgroup_size(256)
 fn strided_copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let n = p(0u);

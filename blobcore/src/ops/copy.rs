@@ -291,10 +291,9 @@ impl Blob {
 
     /// Copies elements from strided host memory (a DLPack tensor, a NumPy
     /// array) into the blob, in row-major order of the blob's dims.
-    /// `strides` are in elements, one per axis (negative allowed). With
-    /// non-negative strides and an element-aligned source this is the
-    /// transposition engine's copy (tiled, vectorised, all cores); else
-    /// row by row.
+    /// `strides` are in elements, one per axis (negative allowed). With an
+    /// element-aligned source this is the transposition engine's copy
+    /// (tiled, vectorised, all cores); else row by row.
     ///
     /// The source may be this blob's own memory reached another way: the
     /// result is as if it had been copied first.
@@ -327,11 +326,11 @@ impl Blob {
             unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), es) };
             return Ok(());
         }
-        if strides.iter().all(|&st| st >= 0) && (src as usize) % es == 0 {
+        if (src as usize).is_multiple_of(es) {
             // The transposition engine: the blob's row-major loops against
-            // the source's strides (non-negative, element-aligned source).
+            // the source's strides (either sign, element-aligned source).
             let row_major = crate::layout::row_major_strides(&dims, 1);
-            let axes: Vec<Axis> = (0..rank).map(|k| Axis { n: dims[k], ds: row_major[k] as usize, ss: strides[k] as usize }).collect();
+            let axes: Vec<Axis> = (0..rank).map(|k| Axis { n: dims[k], ds: row_major[k], ss: strides[k] }).collect();
             let parallel = dst.len() >= PARALLEL_BYTES;
             // SAFETY: every index within the dims is readable at src by the
             // caller's contract and writable in `dst` (the blob's row-major
@@ -341,7 +340,7 @@ impl Blob {
             unsafe { strided::copy(es, &normalise(axes), dst.as_mut_ptr(), src, parallel) };
             return Ok(());
         }
-        // Negative strides or a misaligned source: row by row.
+        // A misaligned source: row by row.
         let inner = dims[rank - 1];
         let inner_stride = strides[rank - 1];
         let mut idx = vec![0usize; rank - 1];

@@ -180,8 +180,8 @@ fn copy_parts(g: &Gpu, d: &Side, s: &Side, parts: &[Strided], k: usize) -> Resul
     let shift = if d.same_buffer(s) { s.off } else { 0 };
     for p in parts {
         let mut dims = p.dims.clone();
-        let mut ds: Vec<usize> = p.dst_strides.iter().map(|x| x * k).collect();
-        let mut ss: Vec<usize> = p.src_strides.iter().map(|x| x * k).collect();
+        let mut ds: Vec<isize> = p.dst_strides.iter().map(|x| x * k as isize).collect();
+        let mut ss: Vec<isize> = p.src_strides.iter().map(|x| x * k as isize).collect();
         if k > 1 {
             dims.push(k);
             ds.push(1);
@@ -193,13 +193,15 @@ fn copy_parts(g: &Gpu, d: &Side, s: &Side, parts: &[Strided], k: usize) -> Resul
         let r = words.dims.len();
         let run = words.dims.last().copied().unwrap_or(1);
         let inner = words.dst_strides.last().is_none_or(|&x| x == 1) && words.src_strides.last().is_none_or(|&x| x == 1);
-        if r <= 3 && inner {
-            let at = |v: &[usize], k: usize| if r > k { v[r - 1 - k] } else { 0 };
+        // Reversed views (negative strides) take the general kernel.
+        let forwards = words.dst_strides.iter().chain(&words.src_strides).all(|&x| x >= 0);
+        if r <= 3 && inner && forwards {
+            let at = |v: &[isize], k: usize| if r > k { v[r - 1 - k] as usize } else { 0 };
             let (rows, planes) = (if r >= 2 { words.dims[r - 2] } else { 1 }, if r == 3 { words.dims[0] } else { 1 });
             let dd = (words.dst_off, at(&words.dst_strides, 1), at(&words.dst_strides, 2));
             let ss = (words.src_off, at(&words.src_strides, 1), at(&words.src_strides, 2));
             g.copy_rows(&d.buffer, &buf, planes, rows, run, dd, ss)?;
-        } else if let Some((planes, rows, cols, dd, ss)) = transpose_shape(&words) {
+        } else if let Some((planes, rows, cols, dd, ss)) = transpose_shape(&words).filter(|_| forwards) {
             g.transpose(&d.buffer, &buf, planes, rows, cols, dd, ss)?;
         } else {
             g.strided_copy(&d.buffer, &buf, &words)?;
@@ -219,7 +221,7 @@ fn fused(c: Strided) -> Strided {
             continue;
         }
         if let (Some(_), Some(&d), Some(&s)) = (dims.last(), ds.last(), ss.last()) {
-            if d == c.dst_strides[i] * c.dims[i] && s == c.src_strides[i] * c.dims[i] {
+            if d == c.dst_strides[i] * c.dims[i] as isize && s == c.src_strides[i] * c.dims[i] as isize {
                 let last = dims.len() - 1;
                 dims[last] *= c.dims[i];
                 ds[last] = c.dst_strides[i];
@@ -249,9 +251,10 @@ fn transpose_shape(c: &Strided) -> Option<(usize, usize, usize, (usize, usize, u
     if c.dst_strides[b] != 1 || c.src_strides[a] != 1 || c.dims[a] < 8 || c.dims[b] < 8 {
         return None;
     }
-    let (planes, dp, sp) = if r == 3 { (c.dims[0], c.dst_strides[0], c.src_strides[0]) } else { (1, 0, 0) };
+    let u = |x: isize| x as usize; // the caller checked every stride >= 0
+    let (planes, dp, sp) = if r == 3 { (c.dims[0], u(c.dst_strides[0]), u(c.src_strides[0])) } else { (1, 0, 0) };
     // Source rows run along dst's inner dim b; source columns along a.
-    Some((planes, c.dims[b], c.dims[a], (c.dst_off, c.dst_strides[a], dp), (c.src_off, c.src_strides[b], sp)))
+    Some((planes, c.dims[b], c.dims[a], (c.dst_off, u(c.dst_strides[a]), dp), (c.src_off, u(c.src_strides[b]), sp)))
 }
 
 /// Several sources into one destination (merge) or one source into
@@ -264,7 +267,7 @@ pub(crate) fn merge_split(g: &Gpu, whole: &Region, parts: &[Region], outer: usiz
     let row: usize = chunks.iter().sum();
     let mut at = 0;
     for (p, &c) in parts.iter().zip(chunks) {
-        let whole_part = Strided { dims: vec![outer, c], dst_off: 0, dst_strides: vec![row, 1], src_off: 0, src_strides: vec![c, 1] };
+        let whole_part = Strided { dims: vec![outer, c], dst_off: 0, dst_strides: vec![row as isize, 1], src_off: 0, src_strides: vec![c as isize, 1] };
         let (dst, src, s) = if merge {
             let s = Strided { dst_off: whole.offset + at, src_off: p.offset, ..whole_part };
             (whole.clone(), p.clone(), s)
@@ -272,9 +275,9 @@ pub(crate) fn merge_split(g: &Gpu, whole: &Region, parts: &[Region], outer: usiz
             let s = Strided {
                 dims: vec![outer, c],
                 dst_off: p.offset,
-                dst_strides: vec![c, 1],
+                dst_strides: vec![c as isize, 1],
                 src_off: whole.offset + at,
-                src_strides: vec![row, 1],
+                src_strides: vec![row as isize, 1],
             };
             (p.clone(), whole.clone(), s)
         };

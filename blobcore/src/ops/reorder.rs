@@ -21,20 +21,18 @@ use std::sync::Arc;
 
 /// How one logical dim is laid out: unblocked (`block` 1, `outer` stride)
 /// or split into blocks of `block` with `outer` and `inner` strides.
+/// Strides are in elements and may be negative (reversed views).
 #[derive(Debug, Clone, Copy)]
 struct DimLayout {
     block: usize,
-    outer: usize,
-    inner: usize,
+    outer: isize,
+    inner: isize,
 }
 
 /// Per-dim layouts and the offset of element 0, relative to the blob's base.
 fn dim_layouts(desc: &TensorDesc) -> Result<(Vec<DimLayout>, usize)> {
     let b = desc.blocking();
-    let mut base = b.offset_padding();
-    for (o, s) in b.offsets_to_data().iter().zip(b.strides()) {
-        base += o * s;
-    }
+    let base = desc.origin();
     let mut out = Vec::with_capacity(desc.dims().len());
     for d in 0..desc.dims().len() {
         let pos: Vec<usize> = (0..b.order().len()).filter(|&i| b.order()[i] == d).collect();
@@ -61,17 +59,17 @@ fn dim_layouts(desc: &TensorDesc) -> Result<(Vec<DimLayout>, usize)> {
 /// stride of a level of `u` elements on a side with block `k` is
 /// `(u / k) * outer` when `u >= k`, else `u * inner`. A dim whose size is
 /// not a multiple of `B` adds subproblems for the partial blocks.
-fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(usize, usize, Vec<Axis>)>> {
+fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(isize, isize, Vec<Axis>)>> {
     let stride = |l: DimLayout, u: usize| {
         if l.block == 1 {
-            u * l.outer
+            u as isize * l.outer
         } else if u >= l.block {
-            (u / l.block) * l.outer
+            (u / l.block) as isize * l.outer
         } else {
-            u * l.inner
+            u as isize * l.inner
         }
     };
-    let mut parts: Vec<(usize, usize, Vec<Axis>)> = vec![(0, 0, Vec::new())];
+    let mut parts: Vec<(isize, isize, Vec<Axis>)> = vec![(0, 0, Vec::new())];
     for (d, &n) in dims.iter().enumerate() {
         let (a, b) = (dst[d], src[d]);
         let mut units: Vec<usize> = vec![a.block, b.block, 1];
@@ -86,8 +84,8 @@ fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(usi
             ));
         }
         // Variants of this dim: (dst offset, src offset, axes).
-        let mut variants: Vec<(usize, usize, Vec<Axis>)> = Vec::new();
-        let (mut rem, mut pd, mut ps) = (n, 0usize, 0usize);
+        let mut variants: Vec<(isize, isize, Vec<Axis>)> = Vec::new();
+        let (mut rem, mut pd, mut ps) = (n, 0isize, 0isize);
         for k in 0..units.len() {
             let cnt = rem / units[k];
             if cnt > 0 {
@@ -97,8 +95,8 @@ fn plan(dims: &[usize], dst: &[DimLayout], src: &[DimLayout]) -> Result<Vec<(usi
                 }
                 variants.push((pd, ps, axes));
             }
-            pd += cnt * stride(a, units[k]);
-            ps += cnt * stride(b, units[k]);
+            pd += cnt as isize * stride(a, units[k]);
+            ps += cnt as isize * stride(b, units[k]);
             rem -= cnt * units[k];
         }
         let mut next = Vec::with_capacity(parts.len() * variants.len());
@@ -196,15 +194,17 @@ impl Blob {
                 .into_iter()
                 .map(|(doff, soff, axes)| {
                     let axes = normalise(axes);
-                    gpu::Strided {
+                    // Element 0 plus a part's offset is an element of the
+                    // blob: never below the storage's start.
+                    Ok(gpu::Strided {
                         dims: axes.iter().map(|a| a.n).collect(),
-                        dst_off: dx.offset + dx.rel + doff,
+                        dst_off: (dx.offset + dx.rel).checked_add_signed(doff).ok_or_else(|| err!(Internal, "reorder part below the storage"))?,
                         dst_strides: axes.iter().map(|a| a.ds).collect(),
-                        src_off: sx.offset + sx.rel + soff,
+                        src_off: (sx.offset + sx.rel).checked_add_signed(soff).ok_or_else(|| err!(Internal, "reorder part below the storage"))?,
                         src_strides: axes.iter().map(|a| a.ss).collect(),
-                    }
+                    })
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             if gpu::copies(&g, dx.region(self.dtype())?, sx.region(src.dtype())?, &parts)? {
                 return Ok(());
             }
@@ -216,7 +216,7 @@ impl Blob {
         let parallel = total >= PARALLEL_BYTES;
         for (doff, soff, axes) in parts {
             let axes = normalise(axes);
-            let (dp, sp) = (d.base + doff * es, s.base + soff * es);
+            let (dp, sp) = (d.base.wrapping_add_signed(doff * es as isize), s.base.wrapping_add_signed(soff * es as isize));
             // SAFETY: every index of the axes is a logical index of the
             // blobs, whose offsets lie inside the spans borrowed above
             // (exclusive for the destination, shared for the source, on

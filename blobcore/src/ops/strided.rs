@@ -22,23 +22,27 @@
 use rayon::prelude::*;
 use smallvec::{smallvec, SmallVec};
 
-/// One loop: `n` steps of `ds` elements in the destination and `ss` in the source.
+/// One loop: `n` steps of `ds` elements in the destination and `ss` in the
+/// source. Strides may be negative (NumPy's reversed views); [`copy`] walks
+/// a loop with a negative destination stride backwards from its far end,
+/// so that writes always move forwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Axis {
     pub(crate) n: usize,
-    pub(crate) ds: usize,
-    pub(crate) ss: usize,
+    pub(crate) ds: isize,
+    pub(crate) ss: isize,
 }
 
-/// Drops unit loops, orders by destination stride (outermost first, the
-/// source stride breaking ties) and fuses loops contiguous on both sides.
+/// Drops unit loops, orders by destination stride magnitude (outermost
+/// first, the source's breaking ties) and fuses loops contiguous on both
+/// sides (`[n1, s1]` then `[n2, s2]` with `s1 == n2 * s2` on both sides).
 pub(crate) fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
     axes.retain(|a| a.n != 1);
-    axes.sort_by(|x, y| y.ds.cmp(&x.ds).then(y.ss.cmp(&x.ss)));
+    axes.sort_by(|x, y| y.ds.unsigned_abs().cmp(&x.ds.unsigned_abs()).then(y.ss.unsigned_abs().cmp(&x.ss.unsigned_abs())));
     let mut out: Vec<Axis> = Vec::with_capacity(axes.len());
     for a in axes {
         if let Some(last) = out.last_mut() {
-            if last.ds == a.ds * a.n && last.ss == a.ss * a.n {
+            if last.ds == a.ds * a.n as isize && last.ss == a.ss * a.n as isize {
                 last.n *= a.n;
                 last.ds = a.ds;
                 last.ss = a.ss;
@@ -89,8 +93,8 @@ fn nest(axes: &[Axis], es: usize) -> Nest {
         // small inner block), tiled so that both sides stay sequential.
         if run_bytes < SHORT_RUN && rest.len() >= 2 {
             let j = rest.len() - 1;
-            let p = (0..rest.len()).min_by_key(|&k| rest[k].ss).unwrap_or(j);
-            if p != j && rest[p].ss < rest[j].ss {
+            let p = (0..rest.len()).min_by_key(|&k| rest[k].ss.unsigned_abs()).unwrap_or(j);
+            if p != j && rest[p].ss.unsigned_abs() < rest[j].ss.unsigned_abs() {
                 let edge = (RUN_TILE_BYTES / run_bytes).isqrt().clamp(4, 64);
                 return tiled(rest, p, j, Body::Runs { n: inner.n, j: rest[j], i: rest[p], ei: edge, ej: edge, blocks: 0 });
             }
@@ -99,9 +103,9 @@ fn nest(axes: &[Axis], es: usize) -> Nest {
     }
     // The source's innermost loop among the others (smallest source stride).
     let rest = &axes[..axes.len() - 1];
-    let pos = (0..rest.len()).min_by_key(|&k| rest[k].ss);
+    let pos = (0..rest.len()).min_by_key(|&k| rest[k].ss.unsigned_abs());
     match pos {
-        Some(p) if rest[p].ss < inner.ss => {
+        Some(p) if rest[p].ss.unsigned_abs() < inner.ss.unsigned_abs() => {
             // Square tiles of about 16 KiB a side; when the destination's
             // rows are short (blocked layouts: 8 or 16 elements), one tile
             // covers them and runs longer along the source's rows.
@@ -138,11 +142,11 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
         _ => (1, 1),
     };
     let others = axes.iter().enumerate().filter(|&(k, _)| k != p && k != q).map(|(_, a)| *a);
-    let inside = |a: &Axis| a.ss < j.ss && a.ds < i.ds;
+    let inside = |a: &Axis| a.ss.unsigned_abs() < j.ss.unsigned_abs() && a.ds.unsigned_abs() < i.ds.unsigned_abs();
     let mut loops: Vec<Axis> = others.clone().filter(|a| !inside(a)).collect();
     let blocks = loops.len();
-    loops.push(Axis { n: i.n.div_ceil(ei), ds: i.ds * ei, ss: i.ss * ei });
-    loops.push(Axis { n: j.n.div_ceil(ej), ds: j.ds * ej, ss: j.ss * ej });
+    loops.push(Axis { n: i.n.div_ceil(ei), ds: i.ds * ei as isize, ss: i.ss * ei as isize });
+    loops.push(Axis { n: j.n.div_ceil(ej), ds: j.ds * ej as isize, ss: j.ss * ej as isize });
     loops.extend(others.filter(|a| inside(a)));
     let kind = match body {
         Body::Tile { j, i, ei, ej, .. } => Body::Tile { j, i, ei, ej, blocks },
@@ -166,7 +170,22 @@ const STREAM_BYTES: usize = 32 << 20;
 /// pointers must be aligned to `es`, a power of two up to 8; source and
 /// destination must not overlap.
 pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8, parallel: bool) {
-    let n = nest(axes, es);
+    // Loops with a negative destination stride run backwards from their
+    // last index: the same pairs of elements, with writes moving forwards.
+    let (mut dst, mut src) = (dst as usize, src as usize);
+    let mut flipped: SmallVec<[Axis; 12]> = SmallVec::with_capacity(axes.len());
+    for a in axes {
+        if a.ds < 0 && a.n > 0 {
+            let last = a.n as isize - 1;
+            dst = dst.wrapping_add_signed(last * a.ds * es as isize);
+            src = src.wrapping_add_signed(last * a.ss * es as isize);
+            flipped.push(Axis { n: a.n, ds: -a.ds, ss: -a.ss });
+        } else {
+            flipped.push(*a);
+        }
+    }
+    let (dst, src) = (dst as *mut u8, src as *const u8);
+    let n = nest(&flipped, es);
     let per_body = match n.kind {
         Body::Run { n } => n,
         Body::Strided { inner } => inner.n,
@@ -205,16 +224,17 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
     let r = loops.len();
     let mut idx: SmallVec<[usize; 24]> = smallvec![0; r];
     // Decode `lo` into loop indices (last loop fastest) and offsets.
-    let (mut od, mut os) = (0usize, 0usize);
+    let (mut od, mut os) = (0isize, 0isize);
     let mut rem = lo;
     for k in (0..r).rev() {
         idx[k] = rem % loops[k].n;
         rem /= loops[k].n;
-        od += idx[k] * loops[k].ds;
-        os += idx[k] * loops[k].ss;
+        od += idx[k] as isize * loops[k].ds;
+        os += idx[k] as isize * loops[k].ss;
     }
+    let es_i = es as isize;
     for _ in lo..hi {
-        let (d, s) = (dst + od * es, src + os * es);
+        let (d, s) = (dst.wrapping_add_signed(od * es_i), src.wrapping_add_signed(os * es_i));
         // SAFETY: the loop indices are within their counts, so the body's
         // elements are among those the caller vouched for.
         unsafe {
@@ -235,9 +255,10 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                     let bytes = run_n * es;
                     for a in 0..ni {
                         for b in 0..nj {
+                            let (a, b) = (a as isize, b as isize);
                             run(
-                                (d + (a * i.ds + b * j.ds) * es) as *mut u8,
-                                (s + (a * i.ss + b * j.ss) * es) as *const u8,
+                                d.wrapping_add_signed((a * i.ds + b * j.ds) * es_i) as *mut u8,
+                                s.wrapping_add_signed((a * i.ss + b * j.ss) * es_i) as *const u8,
                                 bytes,
                                 stream,
                             );
@@ -256,8 +277,8 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
             if idx[k] < loops[k].n {
                 break;
             }
-            od -= loops[k].n * loops[k].ds;
-            os -= loops[k].n * loops[k].ss;
+            od -= loops[k].n as isize * loops[k].ds;
+            os -= loops[k].n as isize * loops[k].ss;
             idx[k] = 0;
         }
     }
@@ -373,7 +394,7 @@ unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
             let (d, s) = (dst as *mut $t, src as *const $t);
             for k in 0..inner.n {
                 // SAFETY: k < inner.n; the caller vouched for these elements.
-                unsafe { *d.add(k * inner.ds) = *s.add(k * inner.ss) };
+                unsafe { *d.offset(k as isize * inner.ds) = *s.offset(k as isize * inner.ss) };
             }
         }};
     }
@@ -392,7 +413,7 @@ unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
 /// As [`copy`], for the elements of the two loops from `dst`/`src`.
 unsafe fn tile(es: usize, j: Axis, i: Axis, dst: usize, src: usize, stream: bool) {
     #[cfg(target_arch = "x86_64")]
-    if es == 4 && j.ds == 1 && i.ss == 1 {
+    if es == 4 && j.ds == 1 && i.ss == 1 && i.ds > 0 && j.ss > 0 {
         // SAFETY: forwarded; the layouts are the ones the kernels assume.
         unsafe { simd::tile_f32(j, i, dst as *mut u32, src as *const u32, stream) };
         return;
@@ -404,7 +425,8 @@ unsafe fn tile(es: usize, j: Axis, i: Axis, dst: usize, src: usize, stream: bool
             for a in 0..i.n {
                 for b in 0..j.n {
                     // SAFETY: a < i.n and b < j.n; vouched for by the caller.
-                    unsafe { *d.add(a * i.ds + b * j.ds) = *s.add(a * i.ss + b * j.ss) };
+                    let (a, b) = (a as isize, b as isize);
+                    unsafe { *d.offset(a * i.ds + b * j.ds) = *s.offset(a * i.ss + b * j.ss) };
                 }
             }
         }};
@@ -438,7 +460,8 @@ mod simd {
     /// # Safety
     /// Every element named is inside its memory (the caller's contract).
     pub(super) unsafe fn tile_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, stream: bool) {
-        let (di, sj) = (i.ds, j.ss);
+        // The caller checked both strides positive.
+        let (di, sj) = (i.ds as usize, j.ss as usize);
         let avx = has_avx();
         let (wa, wb) = if avx { (8, 16) } else { (4, 4) };
         let (ai, bj) = (i.n / wa * wa, j.n / wb * wb);
@@ -669,7 +692,7 @@ mod tests {
             let out_st = row_major(&out_dims);
             let src_st = row_major(&dims);
             // Loop over the destination's axes.
-            let axes: Vec<Axis> = (0..4).map(|k| Axis { n: out_dims[k], ds: out_st[k], ss: src_st[p[k]] }).collect();
+            let axes: Vec<Axis> = (0..4).map(|k| Axis { n: out_dims[k], ds: out_st[k] as isize, ss: src_st[p[k]] as isize }).collect();
             let mut want = vec![0u32; n];
             naive(&out_dims, &out_st, &p.map(|a| src_st[a]), &src, &mut want);
             for parallel in [false, true] {
@@ -677,6 +700,67 @@ mod tests {
                 // SAFETY: both buffers hold every element the axes reach.
                 unsafe { copy(4, &normalise(axes.clone()), got.as_mut_ptr() as *mut u8, src.as_ptr() as *const u8, parallel) };
                 assert_eq!(got, want, "perm {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn negative_strides_on_either_side_match_the_naive_copy() {
+        // Every sign pattern of a rank-3 permuted copy, for each element
+        // size: the destination row-major (maybe reversed per axis), the
+        // source a permutation (maybe reversed per axis).
+        let dims = [5usize, 19, 9];
+        let n: usize = dims.iter().product();
+        for es in [1usize, 2, 4, 8] {
+            // u64 words: every element size is aligned.
+            let words: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+            // SAFETY: the words hold n * 8 >= n * es initialised bytes.
+            let src = unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, n * es) };
+            for signs in 0..64u32 {
+                let p = [2usize, 0, 1];
+                let src_st = row_major(&dims);
+                let out_dims: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+                let out_st = row_major(&out_dims);
+                let mut axes = Vec::new();
+                let (mut d0, mut s0) = (0isize, 0isize);
+                for k in 0..3 {
+                    let mut ds = out_st[k] as isize;
+                    let mut ss = src_st[p[k]] as isize;
+                    if signs & (1 << k) != 0 {
+                        d0 += (out_dims[k] as isize - 1) * ds;
+                        ds = -ds;
+                    }
+                    if signs & (8 << k) != 0 {
+                        s0 += (out_dims[k] as isize - 1) * ss;
+                        ss = -ss;
+                    }
+                    axes.push(Axis { n: out_dims[k], ds, ss });
+                }
+                let mut want = vec![0u8; n * es];
+                for flat in 0..n {
+                    let (mut rem, mut d, mut s) = (flat, d0, s0);
+                    for k in (0..3).rev() {
+                        let i = (rem % out_dims[k]) as isize;
+                        rem /= out_dims[k];
+                        d += i * axes[k].ds;
+                        s += i * axes[k].ss;
+                    }
+                    let (d, s) = (d as usize * es, s as usize * es);
+                    want[d..d + es].copy_from_slice(&src[s..s + es]);
+                }
+                for parallel in [false, true] {
+                    let mut got = vec![0u64; n];
+                    let g = got.as_mut_ptr() as *mut u8;
+                    // SAFETY: the offsets of every index lie in both
+                    // buffers (d0/s0 start at the far end of reversed axes);
+                    // the u64 buffer aligns every element size.
+                    unsafe {
+                        copy(es, &normalise(axes.clone()), g.add(d0 as usize * es), src.as_ptr().add(s0 as usize * es), parallel)
+                    };
+                    // SAFETY: `got` holds n * 8 >= n * es bytes.
+                    let bytes = unsafe { std::slice::from_raw_parts(g, n * es) };
+                    assert_eq!(bytes, &want[..], "es {es} signs {signs:#b}");
+                }
             }
         }
     }
