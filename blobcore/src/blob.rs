@@ -43,7 +43,9 @@ pub(crate) struct BlobInner {
 pub(crate) struct State {
     pub(crate) shape: Shape,
     pub(crate) storage: Arc<Storage>,
-    /// Offset of element 0, in elements, into the storage.
+    /// Offset, in elements, into the storage of element 0 (dense data) or
+    /// of the desc's base (from which its padding and offsets count; for
+    /// views with reversed axes, the lowest element).
     pub(crate) offset: usize,
     /// Elements available from `offset` (Caffe's capacity).
     pub(crate) capacity: usize,
@@ -732,6 +734,13 @@ impl Blob {
         self.state().desc.is_none()
     }
 
+    /// True for blocked layouts (a dim split into blocks, as nChw8c): no
+    /// per-dim strides describe them, so NumPy, DLPack and the buffer
+    /// protocol get a copy of their logical values.
+    pub fn is_blocked(&self) -> bool {
+        self.state().desc.as_ref().is_some_and(|d| !d.is_planar())
+    }
+
     /// True when the blob's elements take at most 16 KiB, so that a
     /// whole-blob operation on it (fill, scale, a reduction) finishes in
     /// well under a microsecond. Read without taking any lock: a hint for
@@ -826,20 +835,35 @@ impl Blob {
         self.state().shape.legacy_offset(n, c, h, w)
     }
 
+    /// The element at row-major position `at` of the logical dims, as f64:
+    /// read where the layout puts it (one element, whatever the layout).
+    fn element_f64(&self, at: usize) -> Result<f64> {
+        let st = self.state();
+        let (offset, dense) = match &st.desc {
+            None => (st.offset + at, true),
+            Some(d) => (st.offset + d.offset_linear(at)?, false),
+        };
+        if dense && at >= st.shape.count() {
+            return Err(err!(Internal, "offset {at} past the data"));
+        }
+        let region = Region { dense: true, storage: Arc::clone(&st.storage), offset, shape: Shape::new(&[1])?, dtype: self.dtype() };
+        drop(st);
+        let r = region.into_read()?;
+        Ok(crate::dtype::dispatch!(self.dtype(), T => r.typed::<T>()[0].to_f64()))
+    }
+
     /// Caffe `data_at(n, c, h, w)`: the element at the legacy offset, as
-    /// f64 (exact for every dtype but i64 beyond 2^53). Dense blobs only.
+    /// f64 (exact for every dtype but i64 beyond 2^53), whatever the layout.
     pub fn data_at(&self, n: usize, c: usize, h: usize, w: usize) -> Result<f64> {
         let at = self.legacy_offset(n, c, h, w)?;
-        self.with_read(|r| crate::dtype::dispatch!(self.dtype(), T => r.typed::<T>().get(at).map(|v| v.to_f64())))?
-            .ok_or_else(|| err!(Internal, "legacy offset {at} past the data"))
+        self.element_f64(at)
     }
 
     /// Caffe `data_at(index)`: the element at the leading `index` (missing
     /// trailing indices read as 0, as Caffe's `offset(indices)`), as f64.
     pub fn data_at_index(&self, index: &[usize]) -> Result<f64> {
         let at = self.offset(index)?;
-        self.with_read(|r| crate::dtype::dispatch!(self.dtype(), T => r.typed::<T>().get(at).map(|v| v.to_f64())))?
-            .ok_or_else(|| err!(Internal, "offset {at} past the data"))
+        self.element_f64(at)
     }
 
     /// Caffe `diff_at(index)`: [`Blob::data_at_index`] of the diff (0 when

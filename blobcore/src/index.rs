@@ -156,6 +156,50 @@ pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<P
     Ok(out)
 }
 
+/// What a key does to each axis of the blob (see [`resolve_key`]).
+#[derive(Debug, Clone, Copy)]
+enum Resolved {
+    /// One position, the axis removed.
+    At(usize),
+    /// `len` positions from `first` by `step`, becoming result axis `out`.
+    Range { first: usize, step: i64, len: usize, out: usize },
+}
+
+/// The key's effect on each axis of `dims`, in order (as [`plan`], which
+/// has already validated it).
+fn resolve_key(dims: &[usize], key: &[Index]) -> Result<Vec<Resolved>> {
+    let consuming = key.iter().filter(|k| matches!(k, Index::At(_) | Index::Range { .. })).count();
+    let mut out = Vec::with_capacity(dims.len());
+    let mut result_axis = 0;
+    let mut axis = 0;
+    for &k in key {
+        let ks: Vec<Index> = if k == Index::Ellipsis { vec![Index::ALL; dims.len() - consuming] } else { vec![k] };
+        for k in ks {
+            match k {
+                Index::At(i) => {
+                    let n = dims[axis] as i64;
+                    out.push(Resolved::At((if i < 0 { i + n } else { i }) as usize));
+                    axis += 1;
+                }
+                Index::Range { start, stop, step } => {
+                    let (first, step, len) = resolve_range(start, stop, step, dims[axis])?;
+                    out.push(Resolved::Range { first: first.max(0) as usize, step, len, out: result_axis });
+                    result_axis += 1;
+                    axis += 1;
+                }
+                Index::NewAxis => result_axis += 1,
+                Index::Ellipsis => {}
+            }
+        }
+    }
+    while axis < dims.len() {
+        out.push(Resolved::Range { first: 0, step: 1, len: dims[axis], out: result_axis });
+        result_axis += 1;
+        axis += 1;
+    }
+    Ok(out)
+}
+
 /// A planar desc for element `strides` of either sign (any order, gaps
 /// allowed): axes sorted by stride magnitude, outermost first; length-1
 /// axes innermost (their stride is irrelevant and set to 1).
@@ -225,6 +269,111 @@ impl Blob {
         Ok(self.derived(state))
     }
 
+    /// A view of a blocked layout (nChw8c ...): every key whose result a
+    /// blocking can describe — integers on any dim, full ranges, `None`,
+    /// and ranges of any step on dims that are not split into blocks; a
+    /// partial range over a blocked dim is `Unsupported` (its elements
+    /// start mid-block, which no blocking describes). `perm` relabels the
+    /// dims first (a transposed view).
+    pub(crate) fn blocked_view(&self, st: &State, d: &TensorDesc, key: &[Index], perm: Option<&[usize]>, kind: ViewKind) -> Result<Blob> {
+        let b = d.blocking();
+        let rank = d.dims().len();
+        // Per blocked dim: (size, stride, logical dim); element 0's offset.
+        let mut origin = d.origin() as isize;
+        let (mut blk, mut owner): (Vec<(usize, isize)>, Vec<Option<usize>>) =
+            (b.blk_dims().iter().zip(b.strides()).map(|(&n, &s)| (n, s)).collect(), b.order().iter().map(|&o| Some(o)).collect());
+        let mut dims: Vec<usize> = d.dims().to_vec();
+        if let Some(p) = perm {
+            // New dim i is old dim p[i].
+            let mut inv = vec![0; rank];
+            for (i, &a) in p.iter().enumerate() {
+                inv[a] = i;
+            }
+            owner.iter_mut().for_each(|o| *o = o.map(|a| inv[a]));
+            dims = p.iter().map(|&a| d.dims()[a]).collect();
+        }
+        let unit: Axes<isize> = smallvec::smallvec![1; rank];
+        let p = plan(&dims, &unit, key)?;
+        // Walk the key again to learn what happened to each old dim:
+        // replay `plan` on a probe whose strides tag the axes.
+        let mut new_owner: Vec<Option<usize>> = vec![None; owner.len()];
+        let mut extra: Vec<(usize, isize, usize)> = Vec::new();
+        let resolved = resolve_key(&dims, key)?;
+        for (a, r) in resolved.iter().enumerate() {
+            let pos: Vec<usize> = (0..owner.len()).filter(|&i| owner[i] == Some(a)).collect();
+            let blocked = pos.len() > 1 || pos.iter().any(|&i| blk[i].0 < dims[a]);
+            match *r {
+                Resolved::At(i) => {
+                    let mut v = i;
+                    for &q in pos.iter().rev() {
+                        let n = blk[q].0.max(1);
+                        origin += (v % n) as isize * blk[q].1;
+                        v /= n;
+                    }
+                }
+                Resolved::Range { first, step, len, out } => {
+                    let full = first == 0 && step == 1 && len == dims[a];
+                    if blocked && !full {
+                        return Err(err!(
+                            Unsupported,
+                            "a range over dim {a} of a blocked layout ({}) would start or step inside its blocks, which no layout describes; reorder into a dense blob first",
+                            d.layout()
+                        ));
+                    }
+                    if blocked || len == 0 {
+                        for &q in &pos {
+                            new_owner[q] = Some(out);
+                        }
+                        if len == 0 {
+                            // An empty result: the dims are what matters.
+                            if let Some(&q) = pos.first() {
+                                blk[q].0 = 0;
+                            }
+                        }
+                    } else {
+                        let q = pos[0];
+                        origin += first as isize * blk[q].1;
+                        blk[q] = (len, blk[q].1 * step as isize);
+                        new_owner[q] = Some(out);
+                    }
+                }
+            }
+        }
+        for (out, &n) in p.dims.iter().enumerate() {
+            if !new_owner.contains(&Some(out)) {
+                extra.push((n, 1, out)); // a new axis (None)
+            }
+        }
+        let mut parts: Vec<(usize, isize, usize)> =
+            (0..blk.len()).filter_map(|i| new_owner[i].map(|o| (blk[i].0, blk[i].1, o))).collect();
+        parts.extend(extra);
+        let (bd, order, strides): (Axes<usize>, Axes<usize>, Axes<isize>) = (
+            parts.iter().map(|x| x.0).collect(),
+            parts.iter().map(|x| x.2).collect(),
+            parts.iter().map(|x| x.1).collect(),
+        );
+        let count: usize = p.dims.iter().product();
+        let first = (st.offset as isize + origin) as usize;
+        if order.len() == p.dims.len() {
+            // Every dim appears once: an ordinary strided view.
+            let mut el: Axes<isize> = smallvec::smallvec![0; p.dims.len()];
+            for (i, &o) in order.iter().enumerate() {
+                el[o] = strides[i];
+            }
+            let plan = Plan { dims: p.dims.clone(), strides: el, offset: first as isize - st.offset as isize };
+            return self.view_of(st, 0, &plan, kind);
+        }
+        let blocking = BlockingDesc::view(&bd, &order, &strides)?;
+        let desc = TensorDesc::with_blocking(self.dtype(), &p.dims, blocking)?;
+        let shape = Shape::new(&p.dims)?;
+        let offset = if count == 0 { st.offset } else { first.checked_sub(desc.origin()).ok_or_else(|| err!(Internal, "blocked view below the storage"))? };
+        if count > 0 && (offset + desc.span()?) * self.dtype().size() > st.storage.len() {
+            return Err(err!(Internal, "blocked view exceeds the storage"));
+        }
+        let state = State { capacity: count, shape, storage: Arc::clone(&st.storage), offset, view: Some(View { parent: self.clone(), kind }), desc: Some(desc) };
+        Ok(self.derived(state))
+    }
+
     /// The plan of `key` and this blob's base offset.
     fn index_plan(&self, st: &State, key: &[Index]) -> Result<(Plan, usize)> {
         let (strides, base) = self.element_strides(st)?;
@@ -236,6 +385,10 @@ impl Blob {
     /// many entries are `OutOfRange`; a zero step is `InvalidArgument`.
     pub fn index(&self, key: &[Index]) -> Result<Blob> {
         let st = self.state();
+        if let Some(d) = st.desc.as_ref().filter(|d| !d.is_planar()) {
+            let d = d.clone();
+            return self.blocked_view(&st, &d, key, None, ViewKind::Indexed);
+        }
         let (p, base) = self.index_plan(&st, key)?;
         self.view_of(&st, base, &p, ViewKind::Indexed)
     }
@@ -248,6 +401,10 @@ impl Blob {
         let mut seen = vec![false; rank];
         if axes.len() != rank || axes.iter().any(|&a| a >= rank || std::mem::replace(&mut seen[a], true)) {
             return Err(err!(InvalidArgument, "axes {axes:?} are not a permutation of 0..{rank}"));
+        }
+        if let Some(d) = st.desc.as_ref().filter(|d| !d.is_planar()) {
+            let d = d.clone();
+            return self.blocked_view(&st, &d, &[], Some(axes), ViewKind::Indexed);
         }
         let (strides, base) = self.element_strides(&st)?;
         let dims = st.shape.dims();

@@ -22,9 +22,6 @@ impl Blob {
     /// parent's.
     pub fn window(&self, size: usize) -> Result<Blob> {
         let st = self.state();
-        if st.desc.is_some() {
-            return Err(err!(Unsupported, "windows need dense data; reorder into a dense blob first, or use region()"));
-        }
         if st.shape.rank() == 0 {
             return Err(err!(Shape, "a window needs an axis 0, but this blob is a scalar"));
         }
@@ -36,6 +33,11 @@ impl Blob {
             ));
         }
         let row = st.shape.count() / dim0;
+        if st.desc.is_some() {
+            // Any layout: the view b[0:size], moved by set_parent_pos.
+            drop(st);
+            return self.window_view(0, size, row);
+        }
         let shape = st.shape.with_dim(0, size)?;
         let state = State {
             capacity: shape.count(),
@@ -49,13 +51,30 @@ impl Blob {
         Ok(self.derived(state))
     }
 
+    /// The window view of rows `[pos, pos + rows)` of a blob with a
+    /// layout: NumPy's `b[pos:pos + rows]`, marked as a window.
+    fn window_view(&self, pos: usize, rows: usize, row: usize) -> Result<Blob> {
+        let key = [crate::index::Index::Range { start: Some(pos as i64), stop: Some((pos + rows) as i64), step: None }];
+        let v = self.index(&key)?;
+        if let Some(view) = &mut v.state_mut().view {
+            view.kind = ViewKind::Window { pos, rows, row };
+        }
+        Ok(v)
+    }
+
     /// Serrano `slice(index)`: the sub-tensor at these leading indices, of
     /// shape `dims[k..]`, sharing memory. `k` may be 0 (the whole blob) up
     /// to the rank (a scalar view).
     pub fn slice(&self, index: &[usize]) -> Result<Blob> {
         let st = self.state();
         if st.desc.is_some() {
-            return Err(err!(Unsupported, "slices need dense data; reorder into a dense blob first, or use region()"));
+            // Any layout: the view of NumPy's b[i, j, ...].
+            drop(st);
+            if index.len() > self.rank() {
+                return Err(err!(OutOfRange, "{} slice indices given for a blob of rank {}", index.len(), self.rank()));
+            }
+            let key: Vec<crate::index::Index> = index.iter().map(|&i| crate::index::Index::At(i.min(i64::MAX as usize) as i64)).collect();
+            return self.index(&key);
         }
         let dims = st.shape.dims();
         if index.len() > dims.len() {
@@ -82,15 +101,30 @@ impl Blob {
 
     /// OpenVINO region (ROI): a view of elements `[begin, end)` along every
     /// dim, sharing memory and keeping the original strides. Works on any
-    /// planar layout (regions of blocked layouts are `Unsupported`). A
-    /// region that is not the whole blob has a strided desc, so dense-only
-    /// operations refuse it; `reorder_from` and `copy_from` accept it.
+    /// planar layout, and on blocked layouts where the region keeps every
+    /// dim that is split into blocks whole (else `Unsupported`: it would
+    /// start inside a block). Every operation takes the result.
     pub fn region(&self, begin: &[usize], end: &[usize]) -> Result<Blob> {
         let st = self.state();
         let desc = match &st.desc {
             Some(d) => d.clone(),
             None => TensorDesc::dense(self.dtype(), st.shape.dims())?,
         };
+        if !desc.is_planar() {
+            let rank = desc.dims().len();
+            if begin.len() != rank || end.len() != rank {
+                return Err(err!(OutOfRange, "region bounds of {} and {} entries for rank {rank}", begin.len(), end.len()));
+            }
+            for a in 0..rank {
+                if begin[a] > end[a] || end[a] > desc.dims()[a] {
+                    return Err(err!(OutOfRange, "region [{}, {}) is out of range for dim {a} of size {}", begin[a], end[a], desc.dims()[a]));
+                }
+            }
+            let key: Vec<crate::index::Index> = (0..rank)
+                .map(|a| crate::index::Index::Range { start: Some(begin[a] as i64), stop: Some(end[a] as i64), step: None })
+                .collect();
+            return self.blocked_view(&st, &desc, &key, None, ViewKind::Region { begin: begin.to_vec() });
+        }
         let r = desc.region(begin, end)?;
         let shape = Shape::new(r.dims())?;
         let state = State {
@@ -181,6 +215,22 @@ impl Blob {
                 "the parent was reshaped to {} since the window was made; make a new window",
                 pst.shape
             ));
+        }
+        if pst.desc.is_some() {
+            // A window of a strided or laid-out parent: rebuilt as the
+            // view of rows [pos, pos + rows).
+            drop(pst);
+            let v = parent.window_view(pos, rows, row)?;
+            let vs = v.state();
+            let old = std::mem::replace(&mut st.storage, Arc::clone(&vs.storage));
+            st.offset = vs.offset;
+            st.desc = vs.desc.clone();
+            if let Some(View { kind: ViewKind::Window { pos: p, .. }, .. }) = &mut st.view {
+                *p = pos;
+            }
+            drop((st, vs));
+            drop(old);
+            return Ok(());
         }
         let offset = pst.offset + pos * row;
         let es = self.dtype().size();

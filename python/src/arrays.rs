@@ -41,6 +41,18 @@ pub(crate) fn is_bf16_array(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
     let py = slf.py();
     let b = &slf.get().b;
+    if b.is_blocked() {
+        // A blocked layout (nChw8c ...): no strides describe it, so the
+        // array holds a copy of its logical values.
+        if copy == Some(false) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "Unable to avoid copy while creating an array as requested: a blocked layout ({}) has no strides NumPy could view",
+                b.layout()
+            )));
+        }
+        let dense = Bound::new(py, PyBlob::new(core(b.to_dense())?))?;
+        return array_of(&dense, dtype, None);
+    }
     let np = py.import("numpy")?;
     let arr = if b.dtype() == DType::BF16 {
         let bf16 = ml_bfloat16(py)?;
@@ -72,7 +84,7 @@ pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>
 pub fn read_only_array<'py>(slf: &Bound<'py, PyBlob>) -> PyResult<Bound<'py, PyAny>> {
     let py = slf.py();
     let b = &slf.get().b;
-    if b.dtype() == DType::BF16 {
+    if b.dtype() == DType::BF16 || b.is_blocked() {
         let arr = array_of(slf, None, None)?;
         return Ok(arr);
     }

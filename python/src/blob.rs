@@ -1082,7 +1082,9 @@ impl PyBlob {
             }
         }
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        let copied = copy == Some(true);
+        // A blocked layout has no strides DLPack could carry: a consumer
+        // that allows a copy (copy=None, the default) gets one.
+        let copied = copy == Some(true) || (copy.is_none() && self.b.is_blocked());
         // What cannot be exported is a BufferError (the array API's word).
         let b = if copied { self.b.copy().map_err(|e| PyBufferError::new_err(e.to_string()))? } else { self.b.clone() };
         if !b.is_writable() && !versioned {

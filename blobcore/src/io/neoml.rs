@@ -185,9 +185,8 @@ pub fn encode_form(blob: &Blob, form: NeomlForm, w: &mut dyn Write) -> Result<()
         head.extend_from_slice(&d.to_le_bytes());
     }
     head.extend_from_slice(&count.to_le_bytes());
-    let r = blob.snapshot().into_read()?;
     w.write_all(&head).map_err(io_err)?;
-    w.write_all(&byte_order(r.bytes(), 4, cfg!(target_endian = "big"))).map_err(io_err)
+    blob.for_each_chunk(|piece| w.write_all(&byte_order(piece, 4, cfg!(target_endian = "big"))).map_err(io_err))
 }
 
 impl Blob {

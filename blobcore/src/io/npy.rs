@@ -325,9 +325,8 @@ pub fn encode(blob: &Blob, w: &mut dyn Write) -> Result<()> {
         head.extend_from_slice(&(dict.len() as u32).to_le_bytes());
     }
     head.extend_from_slice(dict.as_bytes());
-    let r = blob.snapshot().into_read()?;
     w.write_all(&head).map_err(io_err)?;
-    w.write_all(r.bytes()).map_err(io_err)
+    blob.for_each_chunk(|piece| w.write_all(piece).map_err(io_err))
 }
 
 impl Blob {

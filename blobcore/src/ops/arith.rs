@@ -64,6 +64,13 @@ impl Blob {
         if dst.shape != src.shape {
             return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
         }
+        if !dst.dense || !src.dense {
+            // Any layout: the dense kernel on the logical values (the
+            // source read first, so `x.add(x)` doubles x).
+            drop((dst, src));
+            let src = other.to_dense()?;
+            return self.through_dense(false, |d| d.binary(&src, op));
+        }
         // Element-wise: the same bytes run in place; any other overlap
         // (however the memory is reached) reads a copy. Dense regions are
         // compared by address directly; other layouts by their footprints.
@@ -111,6 +118,9 @@ impl Blob {
     /// multiply in their own precision; integers in f64, then truncate and
     /// saturate.
     pub fn scale(&self, factor: f64) -> Result<()> {
+        if !self.is_dense() {
+            return self.through_dense(false, |d| d.scale(factor));
+        }
         if let Some(g) = gpu::common_gpu(&[self]) {
             if gpu::scale(&g, self.snapshot(), factor)? {
                 return Ok(());

@@ -102,6 +102,9 @@ impl Blob {
     /// Copies `src` into the blob; its length must equal the element count.
     pub fn copy_from_slice<T: Element>(&self, src: &[T]) -> Result<()> {
         self.check_dtype::<T>()?;
+        if !self.is_dense() {
+            return self.through_dense(true, |d| d.copy_from_slice(src));
+        }
         let mut w = self.snapshot().into_write()?;
         let dst = w.typed_mut::<T>();
         if dst.len() != src.len() {
@@ -119,7 +122,7 @@ impl Blob {
     /// Copies the data into `dst`; its length must equal the element count.
     pub fn copy_to_slice<T: Element>(&self, dst: &mut [T]) -> Result<()> {
         self.check_dtype::<T>()?;
-        let r = self.snapshot().into_read()?;
+        let r = self.dense_read()?;
         let src = r.typed::<T>();
         if dst.len() != src.len() {
             return Err(err!(
@@ -138,7 +141,7 @@ impl Blob {
     /// error); more room than the blob has elements is `InvalidArgument`.
     pub fn copy_to_prefix<T: Element>(&self, dst: &mut [T]) -> Result<()> {
         let n = self.prefix_elements(T::DTYPE, std::mem::size_of_val(dst), "copy_to")?;
-        let r = self.snapshot().into_read()?;
+        let r = self.dense_read()?;
         dst.copy_from_slice(&r.typed::<T>()[..n]);
         Ok(())
     }
@@ -149,6 +152,9 @@ impl Blob {
     /// dtype; more elements than the blob has are `InvalidArgument`.
     pub fn copy_from_prefix<T: Element>(&self, src: &[T]) -> Result<()> {
         let n = self.prefix_elements(T::DTYPE, std::mem::size_of_val(src), "copy_from")?;
+        if !self.is_dense() {
+            return self.through_dense(false, |d| d.copy_from_prefix(src));
+        }
         let mut w = self.snapshot().into_write()?;
         w.typed_mut::<T>()[..n].copy_from_slice(src);
         Ok(())
@@ -179,7 +185,7 @@ impl Blob {
         if n == 0 {
             return Ok(());
         }
-        let r = self.snapshot().into_read()?;
+        let r = self.dense_read()?;
         let src = r.bytes()[..n * dtype.size()].as_ptr();
         // SAFETY: `src` is `n` elements of the read-pinned blob, `dst` has
         // room for them (the caller's promise, `len` >= n * size); the two
@@ -198,6 +204,10 @@ impl Blob {
         let n = self.prefix_elements(dtype, len, "copy_from")?;
         if n == 0 {
             return Ok(());
+        }
+        if !self.is_dense() {
+            // SAFETY: forwarded from this function's contract.
+            return self.through_dense(false, |d| unsafe { d.copy_from_prefix_ptr(dtype, src, len) });
         }
         let mut w = self.snapshot().into_write()?;
         let dst = w.bytes_mut()[..n * dtype.size()].as_mut_ptr();
@@ -275,6 +285,9 @@ impl Blob {
         if src.len() != self.byte_size() {
             return Err(err!(InvalidArgument, "{} bytes given for a blob of {} bytes", src.len(), self.byte_size()));
         }
+        if !self.is_dense() {
+            return self.through_dense(true, |d| d.copy_from_bytes(src));
+        }
         let mut w = self.snapshot().into_write()?;
         let dst = w.bytes_mut();
         if dst.len() != src.len() {
@@ -308,6 +321,10 @@ impl Blob {
             return Err(err!(Shape, "{} strides given for a blob of rank {}", strides.len(), dims.len()));
         }
         let es = self.dtype().size();
+        if !self.is_dense() {
+            // SAFETY: forwarded from this function's contract.
+            return self.through_dense(true, |d| unsafe { d.copy_from_strided(src, strides) });
+        }
         if Footprint::foreign(src as usize, es, &dims, strides).may_overlap(&self.footprint()) {
             // Read the source into fresh memory first, then copy that.
             let tmp = Blob::new(self.engine(), self.dtype(), self.shape())?;
@@ -371,7 +388,7 @@ impl Blob {
     /// Copies the data out as raw bytes; the length must equal the blob's
     /// byte size exactly.
     pub fn copy_to_bytes(&self, dst: &mut [u8]) -> Result<()> {
-        let r = self.snapshot().into_read()?;
+        let r = self.dense_read()?;
         let src = r.bytes();
         if dst.len() != src.len() {
             return Err(err!(
@@ -388,7 +405,7 @@ impl Blob {
     /// The data as a `Vec` (row-major).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
-        Ok(self.snapshot().into_read()?.typed::<T>().to_vec())
+        Ok(self.dense_read()?.typed::<T>().to_vec())
     }
 
     /// The data copied into an owned ndarray of the blob's shape.

@@ -9,6 +9,9 @@ impl Blob {
     /// Sets every element to `value`, converted as [`Element::round_from_f64`]
     /// does (integers truncate toward zero and saturate).
     pub fn fill(&self, value: f64) -> Result<()> {
+        if !self.is_dense() {
+            return self.through_dense(true, |d| d.fill(value));
+        }
         if let Some(g) = gpu::common_gpu(&[self]) {
             if gpu::fill(&g, self.snapshot(), Some(value))? {
                 return Ok(());
@@ -26,6 +29,9 @@ impl Blob {
 
     /// Sets every element to zero (NeoML `Clear`).
     pub fn clear(&self) -> Result<()> {
+        if !self.is_dense() {
+            return self.through_dense(true, |d| d.clear());
+        }
         if let Some(g) = gpu::common_gpu(&[self]) {
             if gpu::fill(&g, self.snapshot(), None)? {
                 return Ok(());
@@ -50,6 +56,9 @@ impl Blob {
     /// Sets every element of object `n` (of BatchLength * BatchWidth *
     /// ListSize objects, each Height * Width * Depth * Channels long) to `value`.
     pub fn fill_object(&self, n: i64, value: f64) -> Result<()> {
+        if !self.is_dense() {
+            return self.through_dense(false, |d| d.fill_object(n, value));
+        }
         let region = self.object_region(n)?;
         if let Some(g) = gpu::common_gpu(&[self]) {
             if gpu::fill(&g, region.clone(), Some(value))? {
@@ -66,6 +75,9 @@ impl Blob {
 
     /// Sets object `n` to zero (NeoML `ClearObject`).
     pub fn clear_object(&self, n: i64) -> Result<()> {
+        if !self.is_dense() {
+            return self.through_dense(false, |d| d.clear_object(n));
+        }
         let region = self.object_region(n)?;
         if let Some(g) = gpu::common_gpu(&[self]) {
             if gpu::fill(&g, region.clone(), None)? {

@@ -229,8 +229,15 @@ fn object_plan(parts: &[Region], whole: &Region, op: &str) -> Result<Plan> {
     Ok(Plan::new(whole.shape.object_count()?, chunks))
 }
 
-fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
+fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: &dyn Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
     check_same_dtype(from, to, op)?;
+    if !to.is_dense() || from.iter().any(|b| !b.is_dense()) {
+        // Any layout: merge the logical values (read first) into a dense
+        // blob, copied into the destination after.
+        let dense: Vec<Blob> = from.iter().map(|b| b.to_dense()).collect::<Result<_>>()?;
+        let refs: Vec<&Blob> = dense.iter().collect();
+        return to.through_dense(true, |t| run_merge(&refs, t, op, plan));
+    }
     let parts: Vec<Region> = from.iter().map(|b| b.snapshot()).collect();
     let whole = to.snapshot();
     let plan = plan(&parts, &whole)?;
@@ -260,17 +267,34 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: impl Fn(&[Region], &Regi
     Ok(())
 }
 
-fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: impl Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
+fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: &dyn Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
     check_same_dtype(to, from, op)?;
-    let parts: Vec<Region> = to.iter().map(|b| b.snapshot()).collect();
-    let whole = from.snapshot();
-    let plan = plan(&parts, &whole)?;
     let prints: Vec<Footprint> = to.iter().map(|b| b.footprint()).collect();
     for (i, p) in prints.iter().enumerate() {
         if let Some(j) = prints[..i].iter().position(|q| q.overlap(p, OP_WORK) != Overlap::No) {
             return Err(err!(InvalidArgument, "{op}: destinations {j} and {i} share memory; each element would be written twice"));
         }
     }
+    if !from.is_dense() || to.iter().any(|b| !b.is_dense()) {
+        // Any layout: split the logical values (read first) into dense
+        // blobs, each copied into its destination after.
+        if let Some(i) = to.iter().position(|b| !b.is_writable()) {
+            return Err(err!(ReadOnly, "{op}: destination {i} is read-only (it wraps memory lent read-only)"));
+        }
+        let src = from.to_dense()?;
+        let tmps: Vec<Blob> = to.iter().map(|b| if b.is_dense() { Ok((*b).clone()) } else { b.clone_zeroed() }).collect::<Result<_>>()?;
+        let refs: Vec<&Blob> = tmps.iter().collect();
+        run_split(&src, &refs, op, plan)?;
+        for (t, b) in tmps.iter().zip(to) {
+            if !b.is_dense() {
+                b.copy_from(t)?;
+            }
+        }
+        return Ok(());
+    }
+    let parts: Vec<Region> = to.iter().map(|b| b.snapshot()).collect();
+    let whole = from.snapshot();
+    let plan = plan(&parts, &whole)?;
     // A source that shares memory with a destination is copied first.
     let whole_fp = from.footprint();
     let copied;
@@ -302,25 +326,25 @@ impl Blob {
     /// and those sizes must add up to `to`'s; dtypes must be equal. Named
     /// dims are axes 0..=6 ([`BlobDim`] converts).
     pub fn merge(from: &[&Blob], axis: isize, to: &Blob) -> Result<()> {
-        run_merge(from, to, "merge", |p, w| axis_plan(p, axis, w, "merge"))
+        run_merge(from, to, "merge", &|p, w| axis_plan(p, axis, w, "merge"))
     }
 
     /// NeoML `SplitByDim`: the inverse of [`Blob::merge`]; the parts' sizes
     /// are the `to` blobs' dims at `axis`.
     pub fn split(from: &Blob, axis: isize, to: &[&Blob]) -> Result<()> {
-        run_split(from, to, "split", |p, w| axis_plan(p, axis, w, "split"))
+        run_split(from, to, "split", &|p, w| axis_plan(p, axis, w, "split"))
     }
 
     /// NeoML `MergeByObject`: for every object position (BatchLength x
     /// BatchWidth x ListSize, equal in all blobs), the merged object is the
     /// parts' objects one after another. Object sizes must add up.
     pub fn merge_objects(from: &[&Blob], to: &Blob) -> Result<()> {
-        run_merge(from, to, "merge_objects", |p, w| object_plan(p, w, "merge_objects"))
+        run_merge(from, to, "merge_objects", &|p, w| object_plan(p, w, "merge_objects"))
     }
 
     /// NeoML `SplitByObject`: the inverse of [`Blob::merge_objects`].
     pub fn split_objects(from: &Blob, to: &[&Blob]) -> Result<()> {
-        run_split(from, to, "split_objects", |p, w| object_plan(p, w, "split_objects"))
+        run_split(from, to, "split_objects", &|p, w| object_plan(p, w, "split_objects"))
     }
 
     /// Merges into a new blob: `numpy.concatenate(from, axis)`.
@@ -381,13 +405,13 @@ impl Blob {
     /// different ranks merge when their padded dims agree. Rank > 7 is a
     /// Shape error.
     pub fn merge_dim(from: &[&Blob], d: BlobDim, to: &Blob) -> Result<()> {
-        run_merge(from, to, "merge", |p, w| named_plan(p, d, w, "merge"))
+        run_merge(from, to, "merge", &|p, w| named_plan(p, d, w, "merge"))
     }
 
     /// NeoML `SplitByDim(d)` with a named dim: the inverse of
     /// [`Blob::merge_dim`].
     pub fn split_dim(from: &Blob, d: BlobDim, to: &[&Blob]) -> Result<()> {
-        run_split(from, to, "split", |p, w| named_plan(p, d, w, "split"))
+        run_split(from, to, "split", &|p, w| named_plan(p, d, w, "split"))
     }
 
     /// Merges along a named dim into a new blob. Its rank is the largest

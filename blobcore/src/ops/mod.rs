@@ -7,6 +7,7 @@ pub mod arith;
 pub mod cast;
 pub mod copy;
 pub mod fill;
+pub mod logical;
 pub(crate) mod gpu;
 pub mod merge;
 pub mod reduce;

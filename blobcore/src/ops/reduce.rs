@@ -121,6 +121,9 @@ impl Blob {
     /// (about 1e-5 relative) and sums i32 blobs exactly in 64-bit integers
     /// (bit-equal to this result below 2^53).
     pub fn asum(&self) -> Result<f64> {
+        if !self.is_dense() {
+            return self.to_dense()?.asum();
+        }
         if let Some(g) = gpu::common_gpu(&[self]) {
             if let Some(v) = gpu::reduce(&g, self.snapshot(), false)? {
                 return Ok(v);
@@ -136,6 +139,9 @@ impl Blob {
     /// error bound of [`Blob::asum`] (squares of f32 and narrower values
     /// are exact in f64; f64 squares add one rounding each).
     pub fn sumsq(&self) -> Result<f64> {
+        if !self.is_dense() {
+            return self.to_dense()?.sumsq();
+        }
         if let Some(g) = gpu::common_gpu(&[self]) {
             if let Some(v) = gpu::reduce(&g, self.snapshot(), true)? {
                 return Ok(v);
