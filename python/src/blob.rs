@@ -827,6 +827,8 @@ impl PyBlob {
             let b = self.b.clone();
             return run(py, b.is_small(), move || b.copy_from(&tmp));
         }
+        // bfloat16 has no buffer-protocol code: its bits go as uint16.
+        let arr = if crate::arrays::is_bf16_array(&arr)? { arr.call_method1("view", ("uint16",))? } else { arr };
         let buf = Foreign::get(&arr, false)?;
         core(self.b.check_source_dims(&buf.shape()))?;
         let b = self.b.clone();
