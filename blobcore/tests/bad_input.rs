@@ -315,6 +315,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         INVALID_ARGUMENT, "", |f| Layout::from_code(9999);
         OUT_OF_RANGE, "", |f| f.blocked.desc().offset_index(&[0, 8, 0, 0]);
         OUT_OF_RANGE, "window size 2", |f| f.blocked.window(2);
+        INVALID_ARGUMENT, "sink refused", |f| f.blocked.for_each_chunk(|_| Err(Error::InvalidArgument("sink refused".into())));
+        INVALID_ARGUMENT, "sink refused", |f| f.a.permuted_view(&[1, 0]).and_then(|t| t.for_each_chunk(|_| Err(Error::InvalidArgument("sink refused".into()))));
+        READ_ONLY, "read-only", |f| read_only(&f.e).index(&[Index::Range { start: None, stop: None, step: Some(-1) }]).unwrap().fill(0.0);
         UNSUPPORTED, "reorder", |f| f.blocked.reshape(&[32]);
         UNSUPPORTED, "reorder", |f| f.blocked.export();
         SHAPE, "dims differ", |f| f.a.reorder_from(&f.c);

@@ -208,16 +208,75 @@ fn overlap_case<T: Element + std::ops::Add<Output = T>>(dims: Vec<usize>, k1: Ve
             a.slice_mut(nd(&v2, &v1).as_slice()).assign(&t);
         }
         _ => {
-            if !dst_view.is_dense() || !src_view.is_dense() {
-                return; // arithmetic on strided views: issue 27
-            }
-            dst_view.add(&src_view).unwrap();
+            dst_view.add(&src_view).unwrap(); // any layout (issue 27)
             let sum = &a.slice(nd(&v2, &v1).as_slice()).to_owned() + &src_arr;
             a.slice_mut(nd(&v2, &v1).as_slice()).assign(&sum);
         }
     }
     check(&base, &a);
     assert!(src_view.shares_memory(&other) && other.shares_memory(&base));
+}
+
+/// Views with steps of either sign along every axis (NumPy's `a[::-2]`,
+/// ndarray's `s![..;-2]`, which select the same elements), and every kind
+/// of operation through them, against ndarray on the same slices.
+fn reversed_case<T: Element>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
+    use blobcore::Index;
+    use ndarray::SliceInfoElem;
+    let (base, mut a) = make::<T>(&dims, 3);
+    let steps: Vec<i64> = steps.iter().map(|&s| if s == 0 { -1 } else { s as i64 }).collect();
+    let key: Vec<Index> = steps.iter().map(|&st| Index::Range { start: None, stop: None, step: Some(st) }).collect();
+    let nd: Vec<SliceInfoElem> = steps.iter().map(|&st| SliceInfoElem::Slice { start: 0, end: None, step: st as isize }).collect();
+    let v = base.index(&key).unwrap();
+    let want = a.slice(nd.as_slice()).to_owned();
+    check(&v, &want);
+    if want.len() > 0 {
+        assert!(v.shares_memory(&base));
+    }
+    // A view of the view: every axis reversed again.
+    let back: Vec<Index> = dims.iter().map(|_| Index::Range { start: None, stop: None, step: Some(-1) }).collect();
+    let back_nd: Vec<SliceInfoElem> = dims.iter().map(|_| SliceInfoElem::Slice { start: 0, end: None, step: -1 }).collect();
+    check(&v.index(&back).unwrap(), &want.slice(back_nd.as_slice()).to_owned());
+    // Savers write the logical array (.npy has no bfloat16).
+    if T::DTYPE != DType::BF16 {
+        let npy = v.to_npy_bytes().unwrap();
+        check(&Blob::from_npy_bytes(&common::engine(), &npy).unwrap(), &want);
+    }
+    match op % 5 {
+        0 => {
+            v.fill(7.0).unwrap();
+            a.slice_mut(nd.as_slice()).fill(T::round_from_f64(7.0));
+        }
+        1 => {
+            v.scale(2.0).unwrap();
+            a.slice_mut(nd.as_slice()).mapv_inplace(|x| T::scale(x, 2.0));
+        }
+        2 => {
+            // Overlapping: the view takes its own reverse (read first).
+            v.copy_from(&v.index(&back).unwrap()).unwrap();
+            let rev = want.slice(back_nd.as_slice()).to_owned();
+            a.slice_mut(nd.as_slice()).assign(&rev);
+        }
+        3 => {
+            let sum: f64 = want.iter().map(|x| x.to_f64().abs()).sum();
+            assert_eq!(v.asum().unwrap(), sum);
+        }
+        _ => {
+            v.add(&v).unwrap();
+            a.slice_mut(nd.as_slice()).mapv_inplace(|x| T::add(x, x));
+        }
+    }
+    check(&base, &a);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(27), ..ProptestConfig::default() })]
+
+    #[test]
+    fn reversed_and_stepped_views_like_ndarray(dims in shape_strategy(), steps in prop::collection::vec(-3i8..4, 4), op in any::<u8>()) {
+        let steps = steps[..dims.len()].to_vec();
+        for_each_dtype!(reversed_case(dims.clone(), steps.clone(), op));
+    }
 }
 
 proptest! {

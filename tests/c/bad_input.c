@@ -509,12 +509,13 @@ int main(int argc, char **argv) {
     /* layouts */
     {
         const int64_t dims[2] = {2, 3}, blkd[2] = {2, 3}, order_bad[2] = {0, 2}, order_short[1] = {0};
-        const int64_t off_idx[4] = {0, 8, 0, 0};
+        const int64_t off_idx[4] = {0, 8, 0, 0}, part_begin[4] = {0, 1, 0, 0}, part_end[4] = {1, 3, 2, 2}, flat[1] = {32};
         BAD(BLOB_ERR_SHAPE, "leaves out dim 1", blob_create_desc(NULL, BLOB_F32, dims, 2, blkd, order_bad, 2, &out));
         BAD(BLOB_ERR_SHAPE, "", blob_create_desc(NULL, BLOB_F32, dims, 2, blkd, order_short, 1, &out));
         BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_desc_offset(blk, off_idx, 4, &got64));
-        BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_fill(blk, 1.0));
-        BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_create_window(blk, 1, &out));
+        BAD(BLOB_ERR_UNSUPPORTED, "inside its blocks", blob_region(blk, part_begin, part_end, 4, &out));
+        BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_reshape(blk, flat, 1));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "window size 2", blob_create_window(blk, 2, &out));
         BAD(BLOB_ERR_SHAPE, "dims differ", blob_reorder(a, c));
         BAD(BLOB_ERR_DTYPE, "dtypes differ", blob_reorder(a, b));
     }
@@ -539,7 +540,7 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_INVALID_ARGUMENT, "empty", blob_load_neoml(NULL, "", &out));
     BAD(BLOB_ERR_IO, "", blob_save_npy(a, "/nonexistent/dir/x.npy"));
     BAD(BLOB_ERR_DTYPE, "", blob_save_caffe(b, "/nonexistent/x", false));
-    BAD(BLOB_ERR_UNSUPPORTED, "reorder", blob_save_neoml(blk, "/nonexistent/x"));
+    BAD(BLOB_ERR_IO, "nonexistent", blob_save_neoml(blk, "/nonexistent/x"));
     BAD(BLOB_ERR_DTYPE, "int32", blob_load_caffe_into(b, "/nonexistent/x", true));
     CHECK(out == sentinel && count == 777);
 

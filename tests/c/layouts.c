@@ -53,9 +53,33 @@ int main(void) {
         CHECK(blob_copy_to_host(small, part, sizeof part) == BLOB_OK);
         CHECK(part[0] == src[(2 * 20 + 3) * 20 + 4]);
         CHECK(part[11] == src[(3 * 20 + 4) * 20 + 6]);
-        /* errors: dense-only ops refuse other layouts, nothing changes */
-        CHECK(blob_fill(roi, 1.0) == BLOB_ERR_UNSUPPORTED);
-        CHECK(blob_fill(b8, 1.0) == BLOB_ERR_UNSUPPORTED);
+        /* every operation takes every layout (issue 27): savers write the
+         * region's logical values, reductions read them, fills touch only
+         * the region's elements (and a blocked blob's logical ones) */
+        {
+            uint8_t *bytes = NULL;
+            size_t len = 0, k;
+            Blob *saved = NULL;
+            float v[12];
+            double sum = 0, want = 0;
+            CHECK(blob_to_npy_bytes(roi, &bytes, &len) == BLOB_OK);
+            CHECK(blob_from_npy_bytes(NULL, bytes, len, &saved) == BLOB_OK);
+            CHECK(blob_bytes_free(bytes) == BLOB_OK);
+            CHECK(blob_copy_to_host(saved, v, sizeof v) == BLOB_OK);
+            for (k = 0; k < 12; k++) {
+                CHECK(v[k] == part[k]);
+                want += part[k] < 0 ? -part[k] : part[k];
+            }
+            CHECK(blob_asum(roi, &sum) == BLOB_OK && sum == want);
+            CHECK(blob_fill(roi, -1.0) == BLOB_OK);
+            CHECK(blob_copy_to_host(dense, got, sizeof got) == BLOB_OK);
+            CHECK(got[(2 * 20 + 3) * 20 + 4] == -1.0f && got[(3 * 20 + 4) * 20 + 6] == -1.0f);
+            CHECK(got[(2 * 20 + 3) * 20 + 3] == src[(2 * 20 + 3) * 20 + 3] && got[0] == src[0]);
+            CHECK(blob_fill(b8, 2.0) == BLOB_OK);
+            CHECK(blob_asum(b8, &sum) == BLOB_OK && sum == 2.0 * 10000);
+            blob_free(saved);
+            CHECK(blob_copy_to_host(back, got, sizeof got) == BLOB_OK);
+        }
         CHECK(blob_reorder(small, dense) == BLOB_ERR_SHAPE);
         CHECK(blob_region(dense, end, begin, 4, &roi) == BLOB_ERR_OUT_OF_RANGE);
     }

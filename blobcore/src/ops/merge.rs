@@ -269,6 +269,8 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: &dyn Fn(&[Region], &Regi
 
 fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: &dyn Fn(&[Region], &Region) -> Result<Plan>) -> Result<()> {
     check_same_dtype(to, from, op)?;
+    // Shapes first (the plan checks them), then overlapping destinations.
+    plan(&to.iter().map(|b| b.snapshot()).collect::<Vec<_>>(), &from.snapshot())?;
     let prints: Vec<Footprint> = to.iter().map(|b| b.footprint()).collect();
     for (i, p) in prints.iter().enumerate() {
         if let Some(j) = prints[..i].iter().position(|q| q.overlap(p, OP_WORK) != Overlap::No) {

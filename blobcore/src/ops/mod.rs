@@ -115,6 +115,8 @@ mod self_operand_tests {
             ("window", Box::new(|| ramp(&[6, 4]).window(4).unwrap())),
             ("strided", Box::new(move || strided(&ramp(&[4, 8])))),
             ("permuted", Box::new(|| ramp(&[4, 4]).permuted_view(&[1, 0]).unwrap())),
+            ("reversed", Box::new(|| ramp(&[4, 4]).index(&[Index::Range { start: None, stop: None, step: Some(-1) }]).unwrap())),
+            ("region", Box::new(|| ramp(&[6, 6]).region(&[1, 2], &[5, 6]).unwrap())),
         ];
         for (kind, make) in &kinds {
             let x = make();
@@ -130,10 +132,16 @@ mod self_operand_tests {
             x.transpose_from_dims(&x, BlobDim::BatchLength, BlobDim::BatchWidth).unwrap();
             assert_eq!(x.copy().unwrap().to_vec::<f32>().unwrap(), before, "{kind}: named transposes");
             assert!(x.shares_memory(&x) && x.may_share_memory(&x) && x.has_equal_dims(&x) && x.same_shape(&x, true));
+            // Every layout (issue 27): x + x doubles, merges of x read it first.
+            x.add(&x).unwrap();
+            let doubled: Vec<f32> = before.iter().map(|v| 2.0 * v).collect();
+            assert_eq!(x.to_vec::<f32>().unwrap(), doubled, "{kind}: x + x");
+            let m2 = Blob::tensor(&Engine::cpu(), DType::F32, &[8, 4]).unwrap();
+            Blob::merge(&[&x, &x], 0, &m2).unwrap();
+            let half = m2.window(4).unwrap();
+            Blob::split(&m2, 0, &[&half.copy().unwrap(), &x]).unwrap();
+            assert_eq!(x.to_vec::<f32>().unwrap(), doubled, "{kind}: split back");
             if x.is_dense() {
-                x.add(&x).unwrap();
-                let doubled: Vec<f32> = before.iter().map(|v| 2.0 * v).collect();
-                assert_eq!(x.to_vec::<f32>().unwrap(), doubled, "{kind}: x + x");
                 x.share_data(&x).unwrap();
                 x.diff().unwrap().copy_from(&x).unwrap();
                 x.update().unwrap();
