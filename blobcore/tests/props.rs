@@ -334,6 +334,26 @@ fn large_blobs_take_parallel_paths_correctly() {
         merge_split_case::<f32>(dims.clone(), axis, vec![dims[axis], 1, dims[axis] + 2]);
         merge_split_case::<u8>(dims.clone(), axis, vec![dims[axis], 3]);
     }
+    // Savers on large views: many 4 MiB pieces gathered on a helper thread
+    // while the previous one is written; a sink error mid-way stops it.
+    for (dims, perm) in [(vec![1500usize, 2100], vec![1usize, 0]), (vec![40, 300, 500], vec![2, 0, 1])] {
+        let (b, a) = make::<f32>(&dims, 11);
+        let t = b.permuted_view(&perm).unwrap();
+        let want = a.clone().permuted_axes(perm.clone()).as_standard_layout().to_owned();
+        check(&Blob::from_npy_bytes(&common::engine(), &t.to_npy_bytes().unwrap()).unwrap(), &want);
+        let r = t.index(&[blobcore::Index::Range { start: None, stop: None, step: Some(-1) }]).unwrap();
+        let mut got = Vec::new();
+        r.for_each_chunk(|p| Ok(got.extend_from_slice(p))).unwrap();
+        let rev = want.slice_axis(Axis(0), Slice::new(0, None, -1)).as_standard_layout().to_owned();
+        let rev_bytes: Vec<u8> = rev.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        assert_eq!(got, rev_bytes);
+        let mut calls = 0;
+        let e = t.for_each_chunk(|_| {
+            calls += 1;
+            if calls == 2 { Err(blobcore::Error::InvalidArgument("stop".into())) } else { Ok(()) }
+        });
+        assert_eq!((e.unwrap_err().code(), calls), (3, 2));
+    }
     // Innermost axis involved (tiled), batch of planes, and wide inner chunks.
     transpose_case::<f32>(vec![700, 900], 0, 1);
     transpose_case::<f64>(vec![3, 300, 5, 200], 1, 3);

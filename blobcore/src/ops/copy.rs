@@ -343,7 +343,7 @@ impl Blob {
             unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), es) };
             return Ok(());
         }
-        if (src as usize).is_multiple_of(es) {
+        if (src as usize) % es == 0 {
             // The transposition engine: the blob's row-major loops against
             // the source's strides (either sign, element-aligned source).
             let row_major = crate::layout::row_major_strides(&dims, 1);

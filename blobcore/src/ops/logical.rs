@@ -63,9 +63,10 @@ impl Blob {
     /// pieces of about 4 MiB or less (the savers' path: no copy of the
     /// whole blob). A dense blob hands over its own memory; a strided,
     /// reversed, transposed or planar-layout blob is gathered piece by
-    /// piece through the transposition engine under a shared borrow; a
-    /// blocked layout is reordered into a dense copy first. An error from
-    /// `sink` stops the walk and is returned.
+    /// piece through the transposition engine under a shared borrow — on a
+    /// helper thread, one piece ahead of `sink`, so that gathering and
+    /// writing overlap; a blocked layout is reordered into a dense copy
+    /// first. An error from `sink` stops the walk and is returned.
     pub fn for_each_chunk(&self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let es = self.dtype().size();
         let st = self.state();
@@ -96,48 +97,108 @@ impl Blob {
         let (_borrow, base) = storage.acquire(offset * es, (offset + span) * es, false, false)?;
         // Element 0 of the view; every element is within the borrowed span.
         let first = base.as_ptr() as usize + (offset + origin) * es;
-        let mut buf = vec![0u64; CHUNK_BYTES.div_ceil(8)];
-        gather(es, &dims, &strides, first, &mut buf, &mut sink)
+        let mut pieces = Vec::new();
+        plan_pieces(es, &dims, &strides, first, &mut pieces);
+        if pieces.len() <= 2 {
+            let mut buf = vec![0u64; CHUNK_BYTES.div_ceil(8)];
+            for p in &pieces {
+                // SAFETY: the piece's elements lie in the shared borrow held
+                // above; `buf` has room for CHUNK_BYTES.
+                let bytes = unsafe { p.gather(es, &mut buf, true) };
+                sink(as_bytes(&buf, bytes))?;
+            }
+            return Ok(());
+        }
+        // Two buffers: the helper gathers one while `sink` consumes the other.
+        std::thread::scope(|scope| {
+            let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<(Vec<u64>, usize)>(1);
+            let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<Vec<u64>>(2);
+            for _ in 0..2 {
+                // Cannot fail: the receiver is alive and there is room for both.
+                let _ = empty_tx.send(vec![0u64; CHUNK_BYTES.div_ceil(8)]);
+            }
+            let pieces = &pieces;
+            scope.spawn(move || {
+                for p in pieces {
+                    let Ok(mut buf) = empty_rx.recv() else { return };
+                    // SAFETY: as above; the borrow outlives this scope.
+                    let bytes = unsafe { p.gather(es, &mut buf, false) };
+                    if full_tx.send((buf, bytes)).is_err() {
+                        return; // the consumer stopped
+                    }
+                }
+            });
+            for _ in 0..pieces.len() {
+                let (buf, bytes) = full_rx.recv().map_err(|_| crate::error::err!(Internal, "the gathering thread stopped"))?;
+                sink(as_bytes(&buf, bytes))?;
+                let _ = empty_tx.send(buf);
+            }
+            Ok(())
+        })
     }
 }
 
-/// Gathers the elements of `dims` at element `strides` from element 0 at
-/// address `first` in row-major order, a piece of at most `buf` at a time
-/// (split along the leading axis; an axis whose rows are larger than `buf`
-/// is walked row by row).
-fn gather(es: usize, dims: &[usize], strides: &[isize], first: usize, buf: &mut [u64], sink: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-    let cap = std::mem::size_of_val(buf);
-    let row_bytes = dims.iter().skip(1).product::<usize>() * es;
-    if dims.is_empty() || row_bytes > cap {
-        let Some((&n, rest)) = dims.split_first() else {
-            // Rank 0: one element.
-            // SAFETY: `first` is the view's element, inside the borrow.
-            let one = unsafe { std::slice::from_raw_parts(first as *const u8, es) };
-            return sink(one);
-        };
-        for i in 0..n {
-            gather(es, rest, &strides[1..], first.wrapping_add_signed(i as isize * strides[0] * es as isize), buf, sink)?;
+fn as_bytes(buf: &[u64], bytes: usize) -> &[u8] {
+    // SAFETY: `bytes` <= the buffer's size, all of it initialised.
+    unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, bytes.min(std::mem::size_of_val(buf))) }
+}
+
+/// One piece of a gather: the elements of `dims` at element `strides` from
+/// the element at address `first`, in row-major order.
+struct Piece {
+    first: usize,
+    dims: Vec<usize>,
+    strides: Vec<isize>,
+}
+
+impl Piece {
+    /// Copies the piece into `buf` through the transposition engine and
+    /// returns its size in bytes.
+    ///
+    /// # Safety
+    /// Every element of the piece must be readable for the whole call and
+    /// its size must fit `buf`.
+    unsafe fn gather(&self, es: usize, buf: &mut [u64], parallel: bool) -> usize {
+        let bytes = self.dims.iter().product::<usize>() * es;
+        if self.dims.is_empty() {
+            // SAFETY: one readable element at `first`; `buf` holds >= 8 bytes.
+            unsafe { std::ptr::copy_nonoverlapping(self.first as *const u8, buf.as_mut_ptr() as *mut u8, es) };
+            return es;
         }
-        return Ok(());
+        let dst_strides = crate::layout::row_major_strides(&self.dims, 1);
+        let axes: Vec<Axis> = (0..self.dims.len()).map(|k| Axis { n: self.dims[k], ds: dst_strides[k], ss: self.strides[k] }).collect();
+        // SAFETY: the caller's promise for the source; the destination is
+        // `bytes` <= the buffer's size of our own u64 buffer (aligned for
+        // every element size), each element reached once.
+        unsafe { strided::copy(es, &normalise(axes), buf.as_mut_ptr() as *mut u8, self.first as *const u8, parallel && bytes >= PARALLEL_BYTES) };
+        bytes
     }
-    let rows_per = (cap / row_bytes.max(1)).max(1);
+}
+
+/// Cuts the elements of `dims` (element `strides`, element 0 at `first`)
+/// into pieces of at most [`CHUNK_BYTES`] in row-major order: runs of whole
+/// rows of the leading axis, or, when one row is larger, each row cut the
+/// same way.
+fn plan_pieces(es: usize, dims: &[usize], strides: &[isize], first: usize, out: &mut Vec<Piece>) {
+    let row_bytes = dims.iter().skip(1).product::<usize>() * es;
+    let Some((&n, rest)) = dims.split_first() else {
+        out.push(Piece { first, dims: Vec::new(), strides: Vec::new() });
+        return;
+    };
+    let step = |i: usize| first.wrapping_add_signed(i as isize * strides[0] * es as isize);
+    if row_bytes > CHUNK_BYTES {
+        for i in 0..n {
+            plan_pieces(es, rest, &strides[1..], step(i), out);
+        }
+        return;
+    }
+    let rows_per = (CHUNK_BYTES / row_bytes.max(1)).max(1);
     let mut i = 0;
-    while i < dims[0] {
-        let rows = rows_per.min(dims[0] - i);
-        let mut piece = dims.to_vec();
-        piece[0] = rows;
-        let dst_strides = crate::layout::row_major_strides(&piece, 1);
-        let axes: Vec<Axis> = (0..piece.len()).map(|k| Axis { n: piece[k], ds: dst_strides[k], ss: strides[k] }).collect();
-        let bytes = rows * row_bytes;
-        let src = first.wrapping_add_signed(i as isize * strides[0] * es as isize);
-        // SAFETY: every index of the piece is an element of the view (rows
-        // i..i+rows of axis 0), inside the shared borrow the caller holds;
-        // the destination is `bytes` <= cap bytes of our own u64 buffer
-        // (aligned for every element size), reached once per index.
-        unsafe { strided::copy(es, &normalise(axes), buf.as_mut_ptr() as *mut u8, src as *const u8, bytes >= PARALLEL_BYTES) };
-        // SAFETY: the buffer holds `bytes` initialised bytes.
-        sink(unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, bytes) })?;
+    while i < n {
+        let rows = rows_per.min(n - i);
+        let mut d = dims.to_vec();
+        d[0] = rows;
+        out.push(Piece { first: step(i), dims: d, strides: strides.to_vec() });
         i += rows;
     }
-    Ok(())
 }
