@@ -66,7 +66,9 @@ impl Blob {
     /// piece through the transposition engine under a shared borrow — on a
     /// helper thread, one piece ahead of `sink`, so that gathering and
     /// writing overlap; a blocked layout is reordered into a dense copy
-    /// first. An error from `sink` stops the walk and is returned.
+    /// first. An error from `sink` stops the walk and is returned. While
+    /// `sink` runs, a strided blob's memory is borrowed shared: a write to
+    /// it from inside `sink` is `Busy`.
     pub fn for_each_chunk(&self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let es = self.dtype().size();
         let st = self.state();
