@@ -141,3 +141,50 @@ fn dropping_views_and_blobs_from_many_threads_frees_once() {
     let total: f64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
     assert_eq!(total, (THREADS * 4 * 16 * 3) as f64);
 }
+
+/// Issue 27's any-layout paths from many threads on one blob: reversed and
+/// transposed views saved (a helper thread gathering under a shared
+/// borrow), filled, scaled, added to themselves and reduced, while other
+/// threads fill the parent. Every call ends (watchdog), each either
+/// succeeds or is Busy, and no thread panics.
+#[test]
+fn any_layout_operations_from_many_threads() {
+    use blobcore::Index;
+    let e = common::engine();
+    let parent = Blob::tensor(&e, DType::F32, &[1024, 1536]).unwrap(); // 6 MiB: pipelined saves
+    let start = Arc::new(Barrier::new(THREADS));
+    let done = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (parent, start, done) = (parent.clone(), Arc::clone(&start), Arc::clone(&done));
+            std::thread::spawn(move || {
+                start.wait();
+                let rev = parent.index(&[Index::Range { start: None, stop: None, step: Some(-1) }]).unwrap();
+                let tr = parent.permuted_view(&[1, 0]).unwrap();
+                let region = parent.region(&[t, 0], &[t + 512, 1536]).unwrap();
+                for i in 0..6 {
+                    let r: blobcore::Result<()> = match (t + i) % 6 {
+                        0 => tr.to_npy_bytes().map(|_| ()),
+                        1 => rev.fill(t as f64),
+                        2 => region.scale(1.0),
+                        3 => rev.add(&tr.index(&[Index::ALL]).unwrap().permuted_view(&[1, 0]).unwrap()),
+                        4 => tr.asum().map(|_| ()),
+                        _ => parent.fill(1.0),
+                    };
+                    if let Err(err) = r {
+                        assert_eq!(err.code(), 8, "only Busy may refuse: {err}");
+                    }
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    while done.load(Ordering::SeqCst) < THREADS {
+        assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: only {} of {THREADS} threads finished", done.load(Ordering::SeqCst));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for h in handles {
+        h.join().expect("no thread panicked");
+    }
+}
