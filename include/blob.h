@@ -116,6 +116,30 @@ struct DLManagedTensorVersioned;
 // 16-bit brain float.
 #define BLOB_BF16 8
 
+// Boolean: one byte, 0 or 1 (nonzero bytes read as true).
+#define BLOB_BOOL 9
+
+// 16-bit signed integer.
+#define BLOB_I16 10
+
+// 16-bit unsigned integer.
+#define BLOB_U16 11
+
+// 32-bit unsigned integer.
+#define BLOB_U32 12
+
+// 64-bit unsigned integer.
+#define BLOB_U64 13
+
+// float8_e4m3fn: 8-bit float, 4 exponent and 3 mantissa bits, no infinities (largest 448).
+#define BLOB_F8_E4M3FN 14
+
+// float8_e5m2: 8-bit IEEE-style float, 5 exponent and 2 mantissa bits.
+#define BLOB_F8_E5M2 15
+
+// float8_e8m0fnu: an unsigned power-of-two scale, 2^(byte - 127); 0xff is NaN.
+#define BLOB_F8_E8M0FNU 16
+
 // Named dim: sequence length (axis 0).
 #define BLOB_DIM_BATCH_LENGTH 0
 

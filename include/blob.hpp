@@ -48,6 +48,28 @@ inline void check(int32_t status) {
     }
 }
 
+/// The dtype codes of blob.h (BLOB_F32 ...), named for C++ code; every
+/// function taking `int32_t dtype` takes these (`int32_t(blob::DType::U64)`)
+/// or the BLOB_* macros alike.
+enum class DType : int32_t {
+    F32 = BLOB_F32,
+    I32 = BLOB_I32,
+    F64 = BLOB_F64,
+    I64 = BLOB_I64,
+    U8 = BLOB_U8,
+    I8 = BLOB_I8,
+    F16 = BLOB_F16,
+    BF16 = BLOB_BF16,
+    Bool = BLOB_BOOL,
+    I16 = BLOB_I16,
+    U16 = BLOB_U16,
+    U32 = BLOB_U32,
+    U64 = BLOB_U64,
+    F8_E4M3FN = BLOB_F8_E4M3FN,
+    F8_E5M2 = BLOB_F8_E5M2,
+    F8_E8M0FNU = BLOB_F8_E8M0FNU,
+};
+
 /// The library's version ("0.1.0").
 inline std::string version() { return blob_version(); }
 

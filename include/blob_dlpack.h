@@ -25,8 +25,17 @@
 
 /* DLDeviceType values this library produces and accepts. */
 enum { kDLCPU = 1, kDLCUDAHost = 3 };
-/* DLDataTypeCode values. */
-enum { kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLBfloat = 4U };
+/* DLDataTypeCode values this library produces and accepts. */
+enum {
+  kDLInt = 0U,
+  kDLUInt = 1U,
+  kDLFloat = 2U,
+  kDLBfloat = 4U,
+  kDLBool = 6U,
+  kDLFloat8_e4m3fn = 10U,
+  kDLFloat8_e5m2 = 12U,
+  kDLFloat8_e8m0fnu = 14U
+};
 
 
 // `DLPackVersion`.
@@ -45,7 +54,8 @@ typedef struct DLDevice {
   int32_t device_id;
 } DLDevice;
 
-// `DLDataType`: type code (0 int, 1 uint, 2 float, 4 bfloat), bits, lanes.
+// `DLDataType`: type code (0 int, 1 uint, 2 float, 4 bfloat, 6 bool, 10/12/14
+// float8 e4m3fn/e5m2/e8m0fnu), bits, lanes.
 typedef struct DLDataType {
   // `DLDataTypeCode`.
   uint8_t code;

@@ -11,39 +11,99 @@
 //! float32 into bfloat16 — go through this module, never through a detour
 //! that rounds twice (f64 -> f32 -> f16 would).
 //!
+//! The float8 formats ([`crate::float8`]) use the same routine: their
+//! [`Kind`] says what the top of the range and NaN look like.
+//!
 //! - NaN stays NaN with its sign: float16 keeps the top payload bits as
-//!   NumPy does (never turning a NaN into an infinity); bfloat16 gets the
-//!   canonical quiet NaN `0x7fc0` as ml_dtypes does.
+//!   NumPy does (never turning a NaN into an infinity); bfloat16 and
+//!   float8_e5m2 get the canonical quiet NaN (`0x7fc0`, `0x7e`) as
+//!   ml_dtypes does; float8_e4m3fn its one NaN per sign; float8_e8m0fnu
+//!   `0xff`.
 //! - Overflow rounds to infinity (as IEEE round-to-nearest, NumPy and
-//!   ml_dtypes), tiny values to subnormals or signed zero.
+//!   ml_dtypes), or to NaN in the formats without infinities (ml_dtypes);
+//!   tiny values to subnormals or signed zero (float8_e8m0fnu: to its
+//!   smallest value, 2^-127; zero and negatives are NaN there).
 //! - Float to integer truncates toward zero and saturates at the target's
 //!   range; NaN becomes 0 (Rust's `as`, the documented rule).
 //! - Integer to integer wraps modulo 2^bits (C and NumPy).
 
 use half::{bf16, f16};
 
-/// A binary floating-point format with IEEE infinities and NaNs.
+/// What a format keeps at the top of its exponent range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// IEEE: the all-ones exponent holds infinity (mantissa 0) and NaNs.
+    Ieee,
+    /// "fn" (finite, NaN): no infinities; only the all-ones pattern
+    /// (per sign) is NaN, the rest of the top exponent is finite.
+    FiniteNan,
+    /// "fnu": unsigned, exponent only, no zero, no subnormals; the
+    /// all-ones byte is NaN.
+    ExponentOnly,
+}
+
+/// A binary floating-point format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Format {
     /// Exponent field width in bits.
     pub exp_bits: u32,
     /// Stored mantissa (fraction) width in bits.
     pub man_bits: u32,
+    /// Infinities, NaNs and sign.
+    pub kind: Kind,
 }
 
 /// IEEE binary16.
-pub(crate) const F16: Format = Format { exp_bits: 5, man_bits: 10 };
+pub(crate) const F16: Format = Format { exp_bits: 5, man_bits: 10, kind: Kind::Ieee };
 /// bfloat16: float32's exponent, 7 mantissa bits.
-pub(crate) const BF16: Format = Format { exp_bits: 8, man_bits: 7 };
+pub(crate) const BF16: Format = Format { exp_bits: 8, man_bits: 7, kind: Kind::Ieee };
+/// float8_e4m3fn.
+pub(crate) const F8E4M3FN: Format = Format { exp_bits: 4, man_bits: 3, kind: Kind::FiniteNan };
+/// float8_e5m2.
+pub(crate) const F8E5M2: Format = Format { exp_bits: 5, man_bits: 2, kind: Kind::Ieee };
+/// float8_e8m0fnu.
+pub(crate) const F8E8M0FNU: Format = Format { exp_bits: 8, man_bits: 0, kind: Kind::ExponentOnly };
 /// IEEE binary32.
 #[cfg(test)]
-pub(crate) const F32: Format = Format { exp_bits: 8, man_bits: 23 };
+pub(crate) const F32: Format = Format { exp_bits: 8, man_bits: 23, kind: Kind::Ieee };
+
+impl Format {
+    /// The bit pattern of NaN with the given sign: the canonical quiet NaN
+    /// (top mantissa bit) for IEEE formats, all ones otherwise.
+    pub(crate) fn nan(self, neg: bool) -> u64 {
+        let ones = ((1u64 << self.exp_bits) - 1) << self.man_bits;
+        match self.kind {
+            Kind::Ieee => self.sign(neg) | ones | (1 << (self.man_bits - 1)),
+            Kind::FiniteNan => self.sign(neg) | ones | ((1 << self.man_bits) - 1),
+            Kind::ExponentOnly => ones,
+        }
+    }
+
+    /// Infinity with the given sign, or NaN where the format has none.
+    pub(crate) fn inf(self, neg: bool) -> u64 {
+        match self.kind {
+            Kind::Ieee => self.sign(neg) | ((1u64 << self.exp_bits) - 1) << self.man_bits,
+            _ => self.nan(neg),
+        }
+    }
+
+    fn sign(self, neg: bool) -> u64 {
+        match self.kind {
+            Kind::ExponentOnly => 0,
+            _ => (neg as u64) << (self.exp_bits + self.man_bits),
+        }
+    }
+}
 
 /// Rounds `(-1)^neg * mag * 2^exp` to the nearest value of `fmt` (ties to
 /// even), returning its bit pattern. Values past the largest finite one
-/// by half an ulp or more become infinity.
+/// by half an ulp or more become infinity (NaN in formats without one).
+/// The exponent-only format rounds ties up, as ml_dtypes does.
 pub(crate) fn round_float(neg: bool, mag: u64, exp: i32, fmt: Format) -> u64 {
-    let sign = (neg as u64) << (fmt.exp_bits + fmt.man_bits);
+    if fmt.kind == Kind::ExponentOnly {
+        return round_exponent_only(neg, mag, exp, fmt);
+    }
+    let sign = fmt.sign(neg);
     if mag == 0 {
         return sign;
     }
@@ -74,8 +134,117 @@ pub(crate) fn round_float(neg: bool, mag: u64, exp: i32, fmt: Format) -> u64 {
     // exponent field; a carry into 2^mb or 2^(mb+1) lands in the exponent
     // field by the addition itself.
     let bits = (((q - (emin - mb)) as u64) << mb) + r;
-    let inf = ((1u64 << fmt.exp_bits) - 1) << mb;
-    sign | bits.min(inf)
+    match fmt.kind {
+        Kind::Ieee => sign | bits.min(fmt.inf(false)),
+        // The all-ones pattern and anything past it (an overflow) is NaN.
+        _ if bits >= fmt.nan(false) => fmt.nan(neg),
+        _ => sign | bits,
+    }
+}
+
+/// [`round_float`] into an exponent-only format: 2^e or 2^(e+1), the
+/// latter from 1.5 * 2^e up (ties up, as ml_dtypes); below the smallest
+/// power the smallest (the nearest value: there is no zero); zero,
+/// negatives and overflow are NaN.
+fn round_exponent_only(neg: bool, mag: u64, exp: i32, fmt: Format) -> u64 {
+    let nan = fmt.nan(false);
+    if neg || mag == 0 {
+        return nan;
+    }
+    let top = 63 - mag.leading_zeros() as i32;
+    let up = top > 0 && (mag >> (top - 1)) & 1 == 1;
+    let bias = (1i64 << (fmt.exp_bits - 1)) - 1;
+    let field = (top + exp) as i64 + up as i64 + bias;
+    if field >= nan as i64 {
+        nan
+    } else {
+        field.max(0) as u64
+    }
+}
+
+/// The exact value of a finite f32 as (neg, mag, exp), or None for NaN
+/// and infinities.
+#[inline]
+fn split_f32(x: f32) -> Option<(bool, u64, i32)> {
+    let b = x.to_bits();
+    let neg = b >> 31 == 1;
+    let ef = ((b >> 23) & 0xff) as i32;
+    let f = (b & ((1u32 << 23) - 1)) as u64;
+    match ef {
+        0xff => None,
+        0 => Some((neg, f, -149)),
+        _ => Some((neg, f | (1u64 << 23), ef - 150)),
+    }
+}
+
+/// float64 into `fmt` (bfloat16 or a float8 format), rounded once; NaN to
+/// the format's NaN with its sign, infinities to infinity (NaN where the
+/// format has none).
+#[inline]
+pub(crate) fn f64_to_format(x: f64, fmt: Format) -> u64 {
+    match split_f64(x) {
+        Some((neg, mag, exp)) => round_float(neg, mag, exp, fmt),
+        None => {
+            let neg = x.to_bits() >> 63 == 1;
+            if x.is_nan() { fmt.nan(neg) } else { fmt.inf(neg) }
+        }
+    }
+}
+
+/// float32 into `fmt` (bfloat16 or a float8 format), rounded once.
+#[inline]
+pub(crate) fn f32_to_format(x: f32, fmt: Format) -> u64 {
+    match split_f32(x) {
+        Some((neg, mag, exp)) => round_float(neg, mag, exp, fmt),
+        None => {
+            let neg = x.to_bits() >> 31 == 1;
+            if x.is_nan() { fmt.nan(neg) } else { fmt.inf(neg) }
+        }
+    }
+}
+
+/// A signed 64-bit integer into `fmt`, rounded once.
+#[inline]
+pub(crate) fn i64_to_format(v: i64, fmt: Format) -> u64 {
+    round_float(v < 0, v.unsigned_abs(), 0, fmt)
+}
+
+/// An unsigned 64-bit integer into `fmt`, rounded once.
+#[inline]
+pub(crate) fn u64_to_format(v: u64, fmt: Format) -> u64 {
+    round_float(false, v, 0, fmt)
+}
+
+/// A float8 pattern of `fmt` as a float32 (exact: every float8 value is
+/// a float32 value, subnormals included).
+#[inline]
+pub(crate) fn f8_to_f32(bits: u8, fmt: Format) -> f32 {
+    let b = bits as u32;
+    let mb = fmt.man_bits;
+    let bias = (1i32 << (fmt.exp_bits - 1)) - 1;
+    // 2^k as a float32, for k in float32's normal range.
+    let pow2 = |k: i32| f32::from_bits(((k + 127) as u32) << 23);
+    if fmt.kind == Kind::ExponentOnly {
+        return match b {
+            0xff => f32::NAN,
+            0 => f32::from_bits(1 << 22), // 2^-127, a float32 subnormal
+            _ => pow2(b as i32 - bias),
+        };
+    }
+    let neg = b >> (fmt.exp_bits + mb) & 1 == 1;
+    let e = ((b >> mb) & ((1 << fmt.exp_bits) - 1)) as i32;
+    let m = b & ((1 << mb) - 1);
+    let all = (1i32 << fmt.exp_bits) - 1;
+    let mag = if fmt.kind == Kind::Ieee && e == all {
+        if m == 0 { f32::INFINITY } else { f32::NAN }
+    } else if fmt.kind == Kind::FiniteNan && e == all && m == (1 << mb) - 1 {
+        f32::NAN
+    } else if e == 0 {
+        m as f32 * pow2(1 - bias - mb as i32)
+    } else {
+        (m | 1 << mb) as f32 * pow2(e - bias - mb as i32)
+    };
+    if neg { -mag } else { mag }
 }
 
 /// The exact value of a finite f64 as (neg, mag, exp), or None for NaN
@@ -117,13 +286,7 @@ pub(crate) fn f64_to_f16(x: f64) -> f16 {
 /// which can round twice; blobcore does not).
 #[inline]
 pub(crate) fn f64_to_bf16(x: f64) -> bf16 {
-    match split_f64(x) {
-        Some((neg, mag, exp)) => bf16::from_bits(round_float(neg, mag, exp, BF16) as u16),
-        None => {
-            let sign = ((x.to_bits() >> 48) & 0x8000) as u16;
-            bf16::from_bits(sign | if x.is_nan() { 0x7fc0 } else { 0x7f80 })
-        }
-    }
+    bf16::from_bits(f64_to_format(x, BF16) as u16)
 }
 
 /// float32 to bfloat16, rounded to nearest even from the float32 bits
@@ -158,7 +321,7 @@ pub(crate) fn i64_to_f16(v: i64) -> f16 {
 /// 32- and 64-bit integers through float32; blobcore does not).
 #[inline]
 pub(crate) fn i64_to_bf16(v: i64) -> bf16 {
-    bf16::from_bits(round_float(v < 0, v.unsigned_abs(), 0, BF16) as u16)
+    bf16::from_bits(i64_to_format(v, BF16) as u16)
 }
 
 /// float16 to float32 (exact).
@@ -348,5 +511,205 @@ mod tests {
             }
         }
         let _ = F32;
+    }
+
+    // ------------------------------------------------------------ float8
+
+    const F8S: [Format; 3] = [F8E4M3FN, F8E5M2, F8E8M0FNU];
+
+    /// The value of a float8 pattern by the formats' definitions, in f64
+    /// (written from the table in `float8.rs`, apart from `f8_to_f32`).
+    fn f8_value(bits: u8, fmt: Format) -> f64 {
+        let b = bits as i32;
+        if fmt == F8E8M0FNU {
+            return if b == 0xff { f64::NAN } else { 2f64.powi(b - 127) };
+        }
+        let (eb, mb) = (fmt.exp_bits as i32, fmt.man_bits as i32);
+        let s = if b >> (eb + mb) & 1 == 1 { -1.0 } else { 1.0 };
+        let e = (b >> mb) & ((1 << eb) - 1);
+        let m = b & ((1 << mb) - 1);
+        let bias = (1 << (eb - 1)) - 1;
+        if e == (1 << eb) - 1 {
+            if fmt == F8E5M2 {
+                return if m == 0 { s * f64::INFINITY } else { f64::NAN };
+            }
+            if m == (1 << mb) - 1 {
+                return f64::NAN;
+            }
+        }
+        if e == 0 {
+            s * m as f64 * 2f64.powi(1 - bias - mb)
+        } else {
+            s * (m + (1 << mb)) as f64 * 2f64.powi(e - bias - mb)
+        }
+    }
+
+    /// Every finite non-negative value of `fmt` with its pattern, ascending.
+    fn f8_table(fmt: Format) -> Vec<(f64, u8)> {
+        let mut t: Vec<(f64, u8)> = (0..=255u8)
+            .map(|b| (f8_value(b, fmt), b))
+            .filter(|(v, b)| v.is_finite() && v.is_sign_positive() && (*v != 0.0 || *b == 0))
+            .collect();
+        t.sort_by(|a, b| a.0.total_cmp(&b.0));
+        t
+    }
+
+    /// The independent reference: the nearest table value by exact
+    /// distance (f64 differences of close values are exact), ties to the
+    /// even pattern (up for e8m0fnu, as ml_dtypes); past the top, the
+    /// next step up would be infinity (e5m2) or NaN.
+    fn f8_reference(x: f64, fmt: Format, t: &[(f64, u8)]) -> u8 {
+        f8_reference_at(x, fmt, t, t.partition_point(|p| p.0 <= x.abs()))
+    }
+
+    /// [`f8_reference`] given `i`, the number of table values <= |x|.
+    fn f8_reference_at(x: f64, fmt: Format, t: &[(f64, u8)], i: usize) -> u8 {
+        let nan = fmt.nan(x.is_sign_negative()) as u8;
+        if x.is_nan() {
+            return nan;
+        }
+        let unsigned = fmt == F8E8M0FNU;
+        if unsigned && (x <= 0.0) {
+            return nan;
+        }
+        let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+        let a = x.abs();
+        let (lo, lo_bits) = if i == 0 { (f64::NEG_INFINITY, 0) } else { t[i - 1] };
+        if lo == a {
+            return sign | lo_bits;
+        }
+        // The value above the table: one step past the largest finite one.
+        let (hi, hi_bits) = if i < t.len() {
+            t[i]
+        } else {
+            let top = t[t.len() - 1].0;
+            let step = if unsigned { top } else { top - t[t.len() - 2].0 };
+            (top + step, fmt.inf(false) as u8)
+        };
+        if i == 0 {
+            return sign | hi_bits;
+        }
+        let (dl, dh) = (a - lo, hi - a);
+        let down = dl < dh || (dl == dh && !unsigned && lo_bits % 2 == 0);
+        let bits = if down { lo_bits } else { hi_bits };
+        if bits == fmt.inf(false) as u8 && fmt.kind != Kind::Ieee {
+            return nan;
+        }
+        sign | bits
+    }
+
+    fn f8_bits_eq(got: u8, want: u8, fmt: Format) -> bool {
+        let (g, w) = (f8_value(got, fmt), f8_value(want, fmt));
+        got == want || (g.is_nan() && w.is_nan() && (fmt == F8E8M0FNU || got >> 7 == want >> 7))
+    }
+
+    #[test]
+    fn every_float8_pattern_widens_exactly_and_narrows_back() {
+        for fmt in F8S {
+            for b in 0..=255u8 {
+                let w = f8_to_f32(b, fmt);
+                let v = f8_value(b, fmt);
+                assert!(w as f64 == v || (w.is_nan() && v.is_nan()), "{fmt:?} {b:#x}: {w} vs {v}");
+                assert!(f8_bits_eq(f32_to_format(w, fmt) as u8, b, fmt), "{fmt:?} {b:#x}");
+                assert!(f8_bits_eq(f64_to_format(w as f64, fmt) as u8, b, fmt), "{fmt:?} {b:#x}");
+            }
+        }
+        // The formats' landmarks (ml_dtypes' finfo).
+        assert_eq!(f8_to_f32(0x7e, F8E4M3FN), 448.0);
+        assert_eq!(f8_to_f32(0x01, F8E4M3FN), 2f32.powi(-9));
+        assert_eq!(f8_to_f32(0x7b, F8E5M2), 57344.0);
+        assert_eq!(f8_to_f32(0x7c, F8E5M2), f32::INFINITY);
+        assert_eq!(f8_to_f32(0x01, F8E5M2), 2f32.powi(-16));
+        assert_eq!(f8_to_f32(0x00, F8E8M0FNU), 2f32.powi(-127));
+        assert_eq!(f8_to_f32(0xfe, F8E8M0FNU), 2f32.powi(127));
+        assert_eq!(f8_to_f32(0x7f, F8E8M0FNU), 1.0);
+    }
+
+    #[test]
+    fn float8_rounding_matches_the_reference_and_ml_dtypes_landmarks() {
+        for fmt in F8S {
+            let t = f8_table(fmt);
+            let mut cases = vec![0.0, -0.0, 1e-300, -1e-300, 1e300, -1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN];
+            for w in t.windows(2) {
+                let (lo, hi) = (w[0].0, w[1].0);
+                let mid = lo + (hi - lo) / 2.0;
+                cases.extend([lo, mid, f64::from_bits(mid.to_bits() + 1), f64::from_bits(mid.to_bits() - 1)]);
+            }
+            let top = t[t.len() - 1].0;
+            let step = if fmt == F8E8M0FNU { top } else { top - t[t.len() - 2].0 };
+            for k in [0.49, 0.5, 0.51, 1.0, 3.0] {
+                cases.push(top + step * k);
+            }
+            for &x in &cases {
+                for x in [x, -x] {
+                    let want = f8_reference(x, fmt, &t);
+                    assert!(f8_bits_eq(f64_to_format(x, fmt) as u8, want, fmt), "{x:e} in {fmt:?}: got {:#x} want {want:#x}", f64_to_format(x, fmt));
+                    if (x as f32) as f64 == x {
+                        assert!(f8_bits_eq(f32_to_format(x as f32, fmt) as u8, want, fmt), "{x:e} f32 in {fmt:?}");
+                    }
+                }
+            }
+        }
+        // ml_dtypes 0.6 (NumPy 2.4): float32 -> float8.
+        let e4 = |x: f32| f32_to_format(x, F8E4M3FN) as u8;
+        assert_eq!([e4(448.0), e4(464.0), e4(464.01), e4(480.0), e4(f32::INFINITY), e4(f32::NEG_INFINITY)], [0x7e, 0x7e, 0x7f, 0x7f, 0x7f, 0xff]);
+        assert_eq!([e4(2f32.powi(-10)), e4(2f32.powi(-10) * 1.0001), e4(-0.0)], [0, 1, 0x80]);
+        let e5 = |x: f32| f32_to_format(x, F8E5M2) as u8;
+        assert_eq!([e5(57344.0), e5(61439.0), e5(61440.0), e5(f32::NAN), e5(-f32::NAN)], [0x7b, 0x7b, 0x7c, 0x7e, 0xfe]);
+        let e8 = |x: f32| f32_to_format(x, F8E8M0FNU) as u8;
+        assert_eq!([e8(1.5), e8(3.0), e8(2.5), e8(6.0), e8(0.75)], [128, 129, 128, 130, 127]);
+        assert_eq!([e8(0.0), e8(-1.0), e8(f32::INFINITY), e8(f32::MAX), e8(f32::from_bits(1 << 20))], [255, 255, 255, 255, 0]);
+        // Integers round once, from 64 bits.
+        assert_eq!(i64_to_format(464, F8E4M3FN), 0x7e);
+        assert_eq!(i64_to_format(-465, F8E4M3FN), 0xff);
+        assert_eq!(u64_to_format(u64::MAX, F8E5M2), 0x7c);
+        assert_eq!(u64_to_format(u64::MAX, F8E8M0FNU), 127 + 64);
+        assert_eq!(i64_to_format(0, F8E8M0FNU), 0xff);
+        assert_eq!(i64_to_format(-3, F8E5M2), 0xc2);
+        // float64 -> float8 once: just above a float8 tie that float32
+        // would round onto the tie (1 + 2^-4 + 2^-40 in e4m3fn is 1.125).
+        assert_eq!(f64_to_format(1.0 + 2f64.powi(-4) + 2f64.powi(-40), F8E4M3FN), 0x39);
+        assert_eq!(f32_to_format(1.0 + 2f32.powi(-4), F8E4M3FN), 0x38);
+    }
+
+    /// Every float32 bit pattern into the three float8 formats against the
+    /// table reference. Positive patterns ascend with their values, so the
+    /// reference's table position is walked rather than searched; each
+    /// magnitude is checked with both signs. Release mode only; `make
+    /// test` runs it.
+    #[test]
+    #[cfg_attr(debug_assertions, ignore = "exhaustive: run in release mode")]
+    fn every_f32_pattern_to_float8() {
+        use rayon::prelude::*;
+        for fmt in F8S {
+            let t = f8_table(fmt);
+            let bad: u64 = (0u64..1 << 15)
+                .into_par_iter()
+                .map(|hi| {
+                    let mut bad = 0u64;
+                    let first = f32::from_bits((hi << 16) as u32) as f64;
+                    let mut i = if first.is_nan() { 0 } else { t.partition_point(|p| p.0 <= first) };
+                    for lo in 0u64..1 << 16 {
+                        let x = f32::from_bits(((hi << 16) | lo) as u32);
+                        let a = x as f64;
+                        while i < t.len() && t[i].0 <= a {
+                            i += 1;
+                        }
+                        for x in [x, -x] {
+                            let got = f32_to_format(x, fmt) as u8;
+                            let want = f8_reference_at(x as f64, fmt, &t, i);
+                            if !f8_bits_eq(got, want, fmt) {
+                                if bad < 3 {
+                                    eprintln!("{fmt:?} {:#x}: got {got:#x} want {want:#x}", x.to_bits());
+                                }
+                                bad += 1;
+                            }
+                        }
+                    }
+                    bad
+                })
+                .sum();
+            assert_eq!(bad, 0, "{bad} float32 patterns convert wrongly to {fmt:?}");
+        }
     }
 }

@@ -56,7 +56,8 @@ pub struct DLDevice {
     pub device_id: i32,
 }
 
-/// `DLDataType`: type code (0 int, 1 uint, 2 float, 4 bfloat), bits, lanes.
+/// `DLDataType`: type code (0 int, 1 uint, 2 float, 4 bfloat, 6 bool, 10/12/14
+/// float8 e4m3fn/e5m2/e8m0fnu), bits, lanes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DLDataType {
@@ -151,33 +152,49 @@ pub unsafe fn delete_legacy_tensor(m: *mut DLManagedTensor) {
     }
 }
 
-/// The DLPack data type of a blobcore dtype.
+/// DLPack type codes (`DLDataTypeCode`, DLPack 1.1+).
+const KDL_INT: u8 = 0;
+const KDL_UINT: u8 = 1;
+const KDL_FLOAT: u8 = 2;
+const KDL_BFLOAT: u8 = 4;
+const KDL_BOOL: u8 = 6;
+const KDL_FLOAT8_E4M3FN: u8 = 10;
+const KDL_FLOAT8_E5M2: u8 = 12;
+const KDL_FLOAT8_E8M0FNU: u8 = 14;
+
+/// Every dtype's DLPack (code, bits).
+const CODES: [(DType, u8, u8); 16] = [
+    (DType::F32, KDL_FLOAT, 32),
+    (DType::F64, KDL_FLOAT, 64),
+    (DType::F16, KDL_FLOAT, 16),
+    (DType::BF16, KDL_BFLOAT, 16),
+    (DType::I8, KDL_INT, 8),
+    (DType::I16, KDL_INT, 16),
+    (DType::I32, KDL_INT, 32),
+    (DType::I64, KDL_INT, 64),
+    (DType::U8, KDL_UINT, 8),
+    (DType::U16, KDL_UINT, 16),
+    (DType::U32, KDL_UINT, 32),
+    (DType::U64, KDL_UINT, 64),
+    (DType::Bool, KDL_BOOL, 8),
+    (DType::F8E4M3Fn, KDL_FLOAT8_E4M3FN, 8),
+    (DType::F8E5M2, KDL_FLOAT8_E5M2, 8),
+    (DType::F8E8M0Fnu, KDL_FLOAT8_E8M0FNU, 8),
+];
+
+/// The DLPack data type of a blobcore dtype: `kDLFloat`, `kDLBfloat`,
+/// `kDLInt`, `kDLUInt`, `kDLBool` (8 bits) and the float8 codes
+/// `kDLFloat8_e4m3fn` (10), `kDLFloat8_e5m2` (12), `kDLFloat8_e8m0fnu` (14).
 pub fn dl_dtype(d: DType) -> DLDataType {
-    let (code, bits) = match d {
-        DType::F32 => (2, 32),
-        DType::F64 => (2, 64),
-        DType::F16 => (2, 16),
-        DType::BF16 => (4, 16),
-        DType::I32 => (0, 32),
-        DType::I64 => (0, 64),
-        DType::I8 => (0, 8),
-        DType::U8 => (1, 8),
-    };
+    let (code, bits) = CODES.iter().find(|c| c.0 == d).map_or((0, 0), |c| (c.1, c.2));
     DLDataType { code, bits, lanes: 1 }
 }
 
 /// The blobcore dtype of a DLPack data type, or a `DType` error.
 pub fn dtype_of(t: DLDataType) -> Result<DType> {
-    Ok(match (t.code, t.bits, t.lanes) {
-        (2, 32, 1) => DType::F32,
-        (2, 64, 1) => DType::F64,
-        (2, 16, 1) => DType::F16,
-        (4, 16, 1) => DType::BF16,
-        (0, 32, 1) => DType::I32,
-        (0, 64, 1) => DType::I64,
-        (0, 8, 1) => DType::I8,
-        (1, 8, 1) => DType::U8,
-        _ => {
+    Ok(match CODES.iter().find(|c| (c.1, c.2, 1) == (t.code, t.bits, t.lanes)) {
+        Some(c) => c.0,
+        None => {
             return Err(err!(
                 DType,
                 "DLPack dtype (code {}, bits {}, lanes {}) has no blobcore dtype",

@@ -1,13 +1,16 @@
 //! Element data types: the runtime [`DType`] tag and the [`Element`] trait
 //! that ties each tag to a Rust type.
 
+use crate::boolean::Bool;
 use crate::convert;
 use crate::error::{err, Result};
+use crate::float8::{F8E4M3Fn, F8E5M2, F8E8M0Fnu};
 use half::{bf16, f16};
 use std::fmt;
 
 /// The element type of a blob. The numeric codes are the C API's
-/// `BLOB_F32` .. `BLOB_BF16` and never change.
+/// `BLOB_F32` .. `BLOB_F8_E8M0FNU` and never change. Each is stored as
+/// NumPy (and, for bfloat16 and the float8 types, ml_dtypes) stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum DType {
@@ -27,11 +30,27 @@ pub enum DType {
     F16 = 7,
     /// 16-bit brain float. Code 8.
     BF16 = 8,
+    /// Boolean, one byte holding 0 or 1 (NumPy `bool`). Code 9.
+    Bool = 9,
+    /// 16-bit signed integer. Code 10.
+    I16 = 10,
+    /// 16-bit unsigned integer. Code 11.
+    U16 = 11,
+    /// 32-bit unsigned integer. Code 12.
+    U32 = 12,
+    /// 64-bit unsigned integer. Code 13.
+    U64 = 13,
+    /// float8_e4m3fn: no infinities, largest 448 ([`crate::float8`]). Code 14.
+    F8E4M3Fn = 14,
+    /// float8_e5m2: IEEE-style with infinities. Code 15.
+    F8E5M2 = 15,
+    /// float8_e8m0fnu: an unsigned power-of-two scale. Code 16.
+    F8E8M0Fnu = 16,
 }
 
 impl DType {
     /// Every dtype, in code order.
-    pub const ALL: [DType; 8] = [
+    pub const ALL: [DType; 16] = [
         DType::F32,
         DType::I32,
         DType::F64,
@@ -40,9 +59,17 @@ impl DType {
         DType::I8,
         DType::F16,
         DType::BF16,
+        DType::Bool,
+        DType::I16,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F8E4M3Fn,
+        DType::F8E5M2,
+        DType::F8E8M0Fnu,
     ];
 
-    /// The stable numeric code (`BLOB_F32` = 1 .. `BLOB_BF16` = 8).
+    /// The stable numeric code (`BLOB_F32` = 1 .. `BLOB_F8_E8M0FNU` = 16).
     pub fn code(self) -> i32 {
         self as i32
     }
@@ -53,16 +80,16 @@ impl DType {
             .iter()
             .copied()
             .find(|d| d.code() == code)
-            .ok_or_else(|| err!(DType, "unknown dtype code {code} (valid codes are 1..=8)"))
+            .ok_or_else(|| err!(DType, "unknown dtype code {code} (valid codes are 1..=16)"))
     }
 
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
-            DType::F64 | DType::I64 => 8,
-            DType::F32 | DType::I32 => 4,
-            DType::F16 | DType::BF16 => 2,
-            DType::U8 | DType::I8 => 1,
+            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::U8 | DType::I8 | DType::Bool | DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E8M0Fnu => 1,
         }
     }
 
@@ -77,17 +104,57 @@ impl DType {
             DType::I8 => "int8",
             DType::F16 => "float16",
             DType::BF16 => "bfloat16",
+            DType::Bool => "bool",
+            DType::I16 => "int16",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F8E4M3Fn => "float8_e4m3fn",
+            DType::F8E5M2 => "float8_e5m2",
+            DType::F8E8M0Fnu => "float8_e8m0fnu",
         }
     }
 
-    /// True for the floating-point dtypes.
+    /// The dtype with NumPy's (or ml_dtypes') name, if blobcore has it.
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.iter().copied().find(|d| d.name() == name)
+    }
+
+    /// True for the floating-point dtypes (float8 included).
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16) || self.is_float8()
+    }
+
+    /// True for the three float8 dtypes.
+    pub fn is_float8(self) -> bool {
+        matches!(self, DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E8M0Fnu)
+    }
+
+    /// True for the signed and unsigned integer dtypes (not bool).
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::I32 | DType::U32 | DType::I64 | DType::U64)
+    }
+
+    /// True where blobcore does arithmetic (add, scale, update, asum,
+    /// sumsq): every integer and float dtype except bool and the float8
+    /// types, which are storage formats (cast them first).
+    pub fn has_arithmetic(self) -> bool {
+        !(self == DType::Bool || self.is_float8())
+    }
+
+    /// A DType error for `op` on a dtype without arithmetic, naming the
+    /// way out (`astype`), or Ok.
+    pub fn check_arithmetic(self, op: &str) -> Result<()> {
+        if self.has_arithmetic() {
+            return Ok(());
+        }
+        let to = if self == DType::Bool { "an integer dtype (astype(numpy.int32))" } else { "a wider float (astype(numpy.float32))" };
+        Err(err!(DType, "{op} is not defined on {self} blobs, which blobcore stores but does not compute with; convert to {to} first"))
     }
 
     /// Checks that `value` can be stored in this dtype as NumPy would
     /// store it without overflow: any value for the float dtypes (which
-    /// round); for the integer dtypes a finite value whose integer part
+    /// round) and bool (nonzero and NaN are true); for the integer dtypes a finite value whose integer part
     /// (fractions truncate toward zero) is within the dtype's range, else
     /// `OutOfRange`.
     pub fn check_value(self, value: f64) -> Result<()> {
@@ -96,11 +163,16 @@ impl DType {
             DType::I64 => (i64::MIN as f64, i64::MAX as f64),
             DType::U8 => (0.0, u8::MAX as f64),
             DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+            DType::I16 => (i16::MIN as f64, i16::MAX as f64),
+            DType::U16 => (0.0, u16::MAX as f64),
+            DType::U32 => (0.0, u32::MAX as f64),
+            DType::U64 => (0.0, u64::MAX as f64),
             _ => return Ok(()),
         };
         let t = value.trunc();
-        // i64::MAX as f64 is 2^63, itself out of range: compare below it.
-        let above = if self == DType::I64 { t >= hi } else { t > hi };
+        // i64::MAX and u64::MAX as f64 are 2^63 and 2^64, themselves out
+        // of range: compare below them.
+        let above = if matches!(self, DType::I64 | DType::U64) { t >= hi } else { t > hi };
         if !value.is_finite() || t < lo || above {
             return Err(err!(OutOfRange, "{value} does not fit in {self}"));
         }
@@ -131,8 +203,14 @@ pub unsafe trait Element:
     /// `f16::from_f64`, which rounds through f32 on F16C machines and would
     /// shadow a trait method of the same name on the concrete type.
     fn round_from_f64(v: f64) -> Self;
-    /// Widens to a double (exact for every type but i64 beyond 2^53).
+    /// Widens to a double (exact for every type but 64-bit integers
+    /// beyond 2^53; bool is 0 or 1).
     fn to_f64(self) -> f64;
+}
+
+/// An element type blobcore computes with (every dtype with
+/// [`DType::has_arithmetic`]).
+pub trait Arith: Element {
     /// `a + b`; integers wrap around as NumPy's do.
     fn add(a: Self, b: Self) -> Self;
     /// `a - b`; integers wrap around as NumPy's do.
@@ -155,6 +233,8 @@ macro_rules! int_element {
             fn to_f64(self) -> f64 {
                 self as f64
             }
+        }
+        impl Arith for $t {
             #[inline]
             fn add(a: Self, b: Self) -> Self {
                 a.wrapping_add(b)
@@ -174,6 +254,10 @@ int_element!(i32, DType::I32);
 int_element!(i64, DType::I64);
 int_element!(u8, DType::U8);
 int_element!(i8, DType::I8);
+int_element!(i16, DType::I16);
+int_element!(u16, DType::U16);
+int_element!(u32, DType::U32);
+int_element!(u64, DType::U64);
 
 // SAFETY: f32 is plain old data of 4 bytes; every bit pattern is a float.
 unsafe impl Element for f32 {
@@ -186,6 +270,9 @@ unsafe impl Element for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
+}
+
+impl Arith for f32 {
     #[inline]
     fn add(a: Self, b: Self) -> Self {
         a + b
@@ -211,6 +298,9 @@ unsafe impl Element for f64 {
     fn to_f64(self) -> f64 {
         self
     }
+}
+
+impl Arith for f64 {
     #[inline]
     fn add(a: Self, b: Self) -> Self {
         a + b
@@ -239,6 +329,8 @@ macro_rules! half_element {
             fn to_f64(self) -> f64 {
                 $to32(self) as f64
             }
+        }
+        impl Arith for $t {
             #[inline]
             fn add(a: Self, b: Self) -> Self {
                 $from32($to32(a) + $to32(b))
@@ -256,6 +348,41 @@ macro_rules! half_element {
 }
 half_element!(f16, DType::F16, convert::f64_to_f16, convert::f32_to_f16, convert::f16_to_f32);
 half_element!(bf16, DType::BF16, convert::f64_to_bf16, convert::f32_to_bf16, convert::bf16_to_f32);
+
+// SAFETY: Bool is repr(transparent) over u8; every byte is a valid Bool
+// (nonzero reads as true).
+unsafe impl Element for Bool {
+    const DTYPE: DType = DType::Bool;
+    #[inline]
+    fn round_from_f64(v: f64) -> Self {
+        Bool::new(v != 0.0) // NaN is true, as in NumPy
+    }
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self.get() as u8 as f64
+    }
+}
+
+macro_rules! float8_element {
+    ($t:ty, $d:expr) => {
+        // SAFETY: the float8 types are repr(transparent) over u8; every
+        // byte is a value (some are NaN).
+        unsafe impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline]
+            fn round_from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+        }
+    };
+}
+float8_element!(F8E4M3Fn, DType::F8E4M3Fn);
+float8_element!(F8E5M2, DType::F8E5M2);
+float8_element!(F8E8M0Fnu, DType::F8E8M0Fnu);
 
 /// Calls `$body` with the type alias `$T` bound to the Rust type of `$dtype`.
 macro_rules! dispatch {
@@ -293,10 +420,105 @@ macro_rules! dispatch {
                 type $T = half::bf16;
                 $body
             }
+            $crate::dtype::DType::Bool => {
+                type $T = $crate::boolean::Bool;
+                $body
+            }
+            $crate::dtype::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::dtype::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::dtype::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::dtype::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::dtype::DType::F8E4M3Fn => {
+                type $T = $crate::float8::F8E4M3Fn;
+                $body
+            }
+            $crate::dtype::DType::F8E5M2 => {
+                type $T = $crate::float8::F8E5M2;
+                $body
+            }
+            $crate::dtype::DType::F8E8M0Fnu => {
+                type $T = $crate::float8::F8E8M0Fnu;
+                $body
+            }
         }
     };
 }
 pub(crate) use dispatch;
+
+/// As [`dispatch`], over the dtypes with arithmetic ([`Arith`]); the
+/// others evaluate `$other` (the caller checks
+/// [`DType::check_arithmetic`] first, so it names the error).
+macro_rules! dispatch_arith {
+    ($dtype:expr, $T:ident => $body:expr, else => $other:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::dtype::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            $crate::dtype::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::dtype::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::dtype::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::dtype::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::dtype::DType::Bool
+            | $crate::dtype::DType::F8E4M3Fn
+            | $crate::dtype::DType::F8E5M2
+            | $crate::dtype::DType::F8E8M0Fnu => $other,
+        }
+    };
+}
+pub(crate) use dispatch_arith;
 
 #[cfg(test)]
 mod tests {
@@ -311,8 +533,14 @@ mod tests {
         }
         assert_eq!(DType::F32.code(), 1);
         assert_eq!(DType::BF16.code(), 8);
+        assert_eq!(DType::F8E8M0Fnu.code(), 16);
+        for (i, d) in DType::ALL.iter().enumerate() {
+            assert_eq!(d.code(), i as i32 + 1);
+            assert_eq!(DType::from_name(d.name()), Some(*d));
+            assert_eq!(d.has_arithmetic(), d.check_arithmetic("add").is_ok());
+        }
         assert!(DType::from_code(0).is_err());
-        assert!(DType::from_code(9).is_err());
+        assert!(DType::from_code(17).is_err());
         assert_eq!(DType::from_code(-1).unwrap_err().code(), 5);
     }
 
@@ -334,9 +562,18 @@ mod tests {
         assert_eq!(i8::round_from_f64(-2.7), -2);
         assert_eq!(u8::round_from_f64(-5.0), 0);
         assert_eq!(i32::round_from_f64(f64::NAN), 0);
-        assert_eq!(<i32 as Element>::add(i32::MAX, 1), i32::MIN);
-        assert_eq!(<u8 as Element>::sub(0, 1), 255);
-        assert_eq!(<i32 as Element>::scale(7, 0.5), 3);
-        assert_eq!(<f16 as Element>::scale(f16::from_f32(3.0), 0.5), f16::from_f32(1.5));
+        assert_eq!(<i32 as Arith>::add(i32::MAX, 1), i32::MIN);
+        assert_eq!(<u8 as Arith>::sub(0, 1), 255);
+        assert_eq!(<u64 as Arith>::sub(0, 1), u64::MAX);
+        assert_eq!(<i32 as Arith>::scale(7, 0.5), 3);
+        assert_eq!(<f16 as Arith>::scale(f16::from_f32(3.0), 0.5), f16::from_f32(1.5));
+        assert_eq!(u64::round_from_f64(1e30), u64::MAX);
+        assert_eq!(u16::round_from_f64(-3.5), 0);
+        assert!(Bool::round_from_f64(f64::NAN).get() && !Bool::round_from_f64(-0.0).get());
+        assert_eq!(Bool::from_bits(7).to_f64(), 1.0);
+        assert!(DType::U64.check_value(18446744073709549568.0).is_ok());
+        assert!(DType::U64.check_value(18446744073709551616.0).is_err());
+        assert!(DType::I16.check_value(-32768.9).is_ok() && DType::I16.check_value(32768.0).is_err());
+        assert!(DType::Bool.check_value(f64::NAN).is_ok() && DType::F8E4M3Fn.check_value(1e9).is_ok());
     }
 }

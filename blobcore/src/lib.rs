@@ -40,6 +40,7 @@
 
 pub mod blob;
 pub mod blob_map;
+pub mod boolean;
 pub(crate) mod convert;
 pub mod buffer;
 pub mod dtype;
@@ -47,6 +48,7 @@ pub mod engine;
 pub mod dlpack;
 pub mod error;
 pub mod export;
+pub mod float8;
 pub mod index;
 pub mod raw;
 pub mod io;
@@ -61,7 +63,9 @@ pub mod view;
 pub use blob::Blob;
 pub use blob_map::{BlobMap, Entry};
 pub use buffer::{ReadGuard, WriteGuard};
-pub use dtype::{DType, Element};
+pub use boolean::Bool;
+pub use dtype::{Arith, DType, Element};
+pub use float8::{F8E4M3Fn, F8E5M2, F8E8M0Fnu};
 pub use engine::{Engine, EngineKind, EngineStats};
 pub use error::{Error, Result};
 pub use export::Export;

@@ -80,6 +80,17 @@ fn ok<T>(r: Result<T>) -> Result<()> {
     r.map(|_| ())
 }
 
+/// Runs `op` on `x` and checks that `x`'s bytes are as before.
+fn unchanged(x: &Blob, op: impl Fn(&Blob) -> Result<()>) -> Result<()> {
+    let mut before = vec![0u8; x.byte_size()];
+    x.copy_to_bytes(&mut before)?;
+    let r = op(x);
+    let mut after = vec![0u8; x.byte_size()];
+    x.copy_to_bytes(&mut after)?;
+    assert_eq!(before, after, "a refused operation changed its blob");
+    r
+}
+
 /// A read-only blob over static memory (as a read-only NumPy array is).
 fn read_only(e: &Engine) -> Blob {
     static MEM: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
@@ -106,7 +117,19 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "", |f| Blob::tensor(&f.e, DType::F64, &[1 << 61, 4]);
         SHAPE, "rank 33", |f| Blob::tensor(&f.e, DType::F32, &[1; 33]);
         DTYPE, "code 0", |f| DType::from_code(0);
-        DTYPE, "code 9", |f| DType::from_code(9);
+        DTYPE, "code 17", |f| DType::from_code(17);
+        DTYPE, "1..=16", |f| DType::from_code(i32::MAX);
+        // Arithmetic on the storage-only dtypes names the way out.
+        DTYPE, "astype", |f| { let x = Blob::full(&f.e, DType::Bool, &[3], 1.0)?; x.add(&x) };
+        DTYPE, "astype", |f| { let x = Blob::full(&f.e, DType::F8E4M3Fn, &[3], 1.5)?; unchanged(&x, |x| x.scale(2.0)) };
+        DTYPE, "astype", |f| { let x = Blob::full(&f.e, DType::F8E5M2, &[3], 1.5)?; x.diff()?.fill(1.0)?; unchanged(&x, |x| x.update()) };
+        DTYPE, "astype", |f| Blob::full(&f.e, DType::F8E8M0Fnu, &[3], 2.0)?.asum();
+        DTYPE, "astype", |f| Blob::full(&f.e, DType::Bool, &[3], 1.0)?.sumsq();
+        DTYPE, "astype", |f| { let x = Blob::full(&f.e, DType::Bool, &[2, 3], 1.0)?; let v = x.transposed(0, 1)?; unchanged(&x, |_| v.add(&v)) };
+        // Formats that cannot hold a dtype say which they hold.
+        DTYPE, "float8_e4m3fn", |f| Blob::tensor(&f.e, DType::F8E4M3Fn, &[2])?.to_npy_bytes();
+        DTYPE, "float32 or int32", |f| Blob::tensor(&f.e, DType::U16, &[2])?.to_neoml_bytes();
+        DTYPE, "float32 or float64", |f| Blob::tensor(&f.e, DType::Bool, &[2])?.to_caffe_bytes(false);
         DTYPE, "code -1", |f| DType::from_code(-1);
         OUT_OF_RANGE, "7", |f| BlobDim::from_index(7);
         OUT_OF_RANGE, "-1", |f| BlobDim::from_index(-1);

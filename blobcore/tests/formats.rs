@@ -85,7 +85,7 @@ fn npy_round_trip_is_exact_for_every_numpy_dtype() {
     let b = Blob::load_npy(&e, &p).unwrap();
     assert_eq!(b.dims(), [3, 256, 256]);
     assert_eq!(b.to_vec::<f64>().unwrap(), a.to_vec::<f64>().unwrap());
-    for dtype in DType::ALL.into_iter().filter(|&d| d != DType::BF16) {
+    for dtype in DType::ALL.into_iter().filter(|&d| d != DType::BF16 && !d.is_float8()) {
         let x = Blob::tensor(&e, dtype, &[2, 3, 5]).unwrap();
         let bytes: Vec<u8> = (0..x.byte_size()).map(|i| (i * 37 % 251) as u8 & 0x3f).collect();
         x.copy_from_bytes(&bytes).unwrap();

@@ -5,19 +5,21 @@
 
 mod common;
 
-use blobcore::{Blob, DType, Element};
+use blobcore::{Arith, Blob, Bool, DType, Element, F8E4M3Fn, F8E5M2, F8E8M0Fnu};
 use half::{bf16, f16};
 use ndarray::{concatenate, ArrayD, Axis, IxDyn, Slice};
 use proptest::prelude::*;
 
 fn make<T: Element>(dims: &[usize], seed: u64) -> (Blob, ArrayD<T>) {
     let n: usize = dims.iter().product();
-    // Small integers are exact in every dtype (bf16 holds integers up to 256).
-    let signed = !matches!(T::DTYPE, DType::U8);
+    // Small integers are exact in every dtype but float8 (bf16 holds
+    // integers up to 256), which rounds them; float8_e8m0fnu holds
+    // positive values only (0 and below are NaN, which equals nothing).
+    let signed = !matches!(T::DTYPE, DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E8M0Fnu);
     let vals: Vec<T> = (0..n as u64)
         .map(|i| {
             let v = ((i.wrapping_mul(2654435761).wrapping_add(seed * 97)) % 100) as f64;
-            T::round_from_f64(if signed { v - 50.0 } else { v })
+            T::round_from_f64(if signed { v - 50.0 } else { v + 1.0 })
         })
         .collect();
     let a = ArrayD::from_shape_vec(IxDyn(dims), vals).unwrap();
@@ -27,14 +29,15 @@ fn make<T: Element>(dims: &[usize], seed: u64) -> (Blob, ArrayD<T>) {
 
 fn check<T: Element>(b: &Blob, want: &ArrayD<T>) {
     assert_eq!(b.dims(), want.shape());
-    assert_eq!(b.to_array::<T>().unwrap(), *want);
+    let got = b.to_array::<T>().unwrap();
+    assert!(same(&got, want), "{:?}: {got:?} != {want:?}", T::DTYPE);
 }
 
 fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
     prop::collection::vec(0usize..5, 1..5)
 }
 
-macro_rules! for_each_dtype {
+macro_rules! for_each_arith_dtype {
     ($f:ident ( $($arg:expr),* )) => {{
         $f::<f32>($($arg),*);
         $f::<i32>($($arg),*);
@@ -44,7 +47,49 @@ macro_rules! for_each_dtype {
         $f::<i8>($($arg),*);
         $f::<f16>($($arg),*);
         $f::<bf16>($($arg),*);
+        $f::<i16>($($arg),*);
+        $f::<u16>($($arg),*);
+        $f::<u32>($($arg),*);
+        $f::<u64>($($arg),*);
     }};
+}
+
+/// Every dtype: the arithmetic ones, bool and the three float8 types.
+macro_rules! for_each_dtype {
+    ($f:ident ( $($arg:expr),* )) => {{
+        for_each_arith_dtype!($f($($arg),*));
+        $f::<Bool>($($arg),*);
+        $f::<F8E4M3Fn>($($arg),*);
+        $f::<F8E5M2>($($arg),*);
+        $f::<F8E8M0Fnu>($($arg),*);
+    }};
+}
+
+/// The element's arithmetic where it has one (None for bool and float8,
+/// whose blobs refuse arithmetic with a DType error).
+trait MaybeArith: Element {
+    fn scale_opt(x: Self, f: f64) -> Option<Self>;
+    fn add_opt(a: Self, b: Self) -> Option<Self>;
+}
+
+macro_rules! maybe_arith {
+    (yes: $($t:ty),*; no: $($u:ty),*) => {
+        $(impl MaybeArith for $t {
+            fn scale_opt(x: Self, f: f64) -> Option<Self> { Some(<$t as Arith>::scale(x, f)) }
+            fn add_opt(a: Self, b: Self) -> Option<Self> { Some(<$t as Arith>::add(a, b)) }
+        })*
+        $(impl MaybeArith for $u {
+            fn scale_opt(_: Self, _: f64) -> Option<Self> { None }
+            fn add_opt(_: Self, _: Self) -> Option<Self> { None }
+        })*
+    };
+}
+maybe_arith!(yes: f32, i32, f64, i64, u8, i8, f16, bf16, i16, u16, u32, u64; no: Bool, F8E4M3Fn, F8E5M2, F8E8M0Fnu);
+
+/// True when `x` and `y` hold the same values (bit patterns for floats,
+/// so NaNs compare equal to themselves).
+fn same<T: Element>(x: &ArrayD<T>, y: &ArrayD<T>) -> bool {
+    x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p == q || (p.to_f64().is_nan() && q.to_f64().is_nan()))
 }
 
 fn merge_split_case<T: Element>(dims: Vec<usize>, axis: usize, extra: Vec<usize>) {
@@ -81,7 +126,7 @@ fn transpose_case<T: Element>(dims: Vec<usize>, d1: usize, d2: usize) {
     check(&dst, &want);
 }
 
-fn arith_case<T: Element>(dims: Vec<usize>, value: i8, factor: i8) {
+fn arith_case<T: Arith>(dims: Vec<usize>, value: i8, factor: i8) {
     let (a, x) = make::<T>(&dims, 1);
     let (b, y) = make::<T>(&dims, 2);
     a.add(&b).unwrap();
@@ -220,7 +265,7 @@ fn overlap_case<T: Element + std::ops::Add<Output = T>>(dims: Vec<usize>, k1: Ve
 /// Views with steps of either sign along every axis (NumPy's `a[::-2]`,
 /// ndarray's `s![..;-2]`, which select the same elements), and every kind
 /// of operation through them, against ndarray on the same slices.
-fn reversed_case<T: Element>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
+fn reversed_case<T: MaybeArith>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
     use blobcore::Index;
     use ndarray::SliceInfoElem;
     let (base, mut a) = make::<T>(&dims, 3);
@@ -237,8 +282,8 @@ fn reversed_case<T: Element>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
     let back: Vec<Index> = dims.iter().map(|_| Index::Range { start: None, stop: None, step: Some(-1) }).collect();
     let back_nd: Vec<SliceInfoElem> = dims.iter().map(|_| SliceInfoElem::Slice { start: 0, end: None, step: -1 }).collect();
     check(&v.index(&back).unwrap(), &want.slice(back_nd.as_slice()).to_owned());
-    // Savers write the logical array (.npy has no bfloat16).
-    if T::DTYPE != DType::BF16 {
+    // Savers write the logical array (.npy has no bfloat16 or float8).
+    if !matches!(T::DTYPE, DType::BF16 | DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E8M0Fnu) {
         let npy = v.to_npy_bytes().unwrap();
         check(&Blob::from_npy_bytes(&common::engine(), &npy).unwrap(), &want);
     }
@@ -247,9 +292,10 @@ fn reversed_case<T: Element>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
             v.fill(7.0).unwrap();
             a.slice_mut(nd.as_slice()).fill(T::round_from_f64(7.0));
         }
+        1 if T::scale_opt(T::default(), 1.0).is_none() => assert_eq!(v.scale(2.0).unwrap_err().code(), 5),
         1 => {
             v.scale(2.0).unwrap();
-            a.slice_mut(nd.as_slice()).mapv_inplace(|x| T::scale(x, 2.0));
+            a.slice_mut(nd.as_slice()).mapv_inplace(|x| T::scale_opt(x, 2.0).unwrap_or(x));
         }
         2 => {
             // Overlapping: the view takes its own reverse (read first).
@@ -257,13 +303,15 @@ fn reversed_case<T: Element>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
             let rev = want.slice(back_nd.as_slice()).to_owned();
             a.slice_mut(nd.as_slice()).assign(&rev);
         }
+        3 if T::scale_opt(T::default(), 1.0).is_none() => assert_eq!(v.asum().unwrap_err().code(), 5),
         3 => {
             let sum: f64 = want.iter().map(|x| x.to_f64().abs()).sum();
             assert_eq!(v.asum().unwrap(), sum);
         }
+        _ if T::add_opt(T::default(), T::default()).is_none() => assert_eq!(v.add(&v).unwrap_err().code(), 5),
         _ => {
             v.add(&v).unwrap();
-            a.slice_mut(nd.as_slice()).mapv_inplace(|x| T::add(x, x));
+            a.slice_mut(nd.as_slice()).mapv_inplace(|x| T::add_opt(x, x).unwrap_or(x));
         }
     }
     check(&base, &a);
@@ -312,7 +360,7 @@ proptest! {
 
     #[test]
     fn arithmetic_like_naive(dims in shape_strategy(), value in any::<i8>(), factor in -3i8..4) {
-        for_each_dtype!(arith_case(dims.clone(), value, factor));
+        for_each_arith_dtype!(arith_case(dims.clone(), value, factor));
     }
 
     #[test]

@@ -107,6 +107,22 @@ pub const BLOB_I8: i32 = 6;
 pub const BLOB_F16: i32 = 7;
 /// 16-bit brain float.
 pub const BLOB_BF16: i32 = 8;
+/// Boolean: one byte, 0 or 1 (nonzero bytes read as true).
+pub const BLOB_BOOL: i32 = 9;
+/// 16-bit signed integer.
+pub const BLOB_I16: i32 = 10;
+/// 16-bit unsigned integer.
+pub const BLOB_U16: i32 = 11;
+/// 32-bit unsigned integer.
+pub const BLOB_U32: i32 = 12;
+/// 64-bit unsigned integer.
+pub const BLOB_U64: i32 = 13;
+/// float8_e4m3fn: 8-bit float, 4 exponent and 3 mantissa bits, no infinities (largest 448).
+pub const BLOB_F8_E4M3FN: i32 = 14;
+/// float8_e5m2: 8-bit IEEE-style float, 5 exponent and 2 mantissa bits.
+pub const BLOB_F8_E5M2: i32 = 15;
+/// float8_e8m0fnu: an unsigned power-of-two scale, 2^(byte - 127); 0xff is NaN.
+pub const BLOB_F8_E8M0FNU: i32 = 16;
 
 /// Named dim: sequence length (axis 0).
 pub const BLOB_DIM_BATCH_LENGTH: i32 = 0;

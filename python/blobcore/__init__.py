@@ -16,7 +16,24 @@ write memory another thread is using raises :class:`BusyError` instead of
 racing. NumPy views of a blob are plain shared memory, as NumPy arrays are.
 """
 
-from ._dtypes import bfloat16, float16, float32, float64, int8, int32, int64, uint8
+from ._dtypes import (
+    bfloat16,
+    bool_,
+    float8_e4m3fn,
+    float8_e5m2,
+    float8_e8m0fnu,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 from ._enums import Dim, Layout
 from . import _errors
 from ._errors import *  # noqa: F403 - the exception classes, listed in _errors.__all__
@@ -90,6 +107,14 @@ __all__ = [
     "int8",
     "float16",
     "bfloat16",
+    "bool_",
+    "int16",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e8m0fnu",
 ]
 # The form type checkers understand as re-exporting the exception classes.
 __all__ += _errors.__all__

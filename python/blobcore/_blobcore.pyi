@@ -11,7 +11,7 @@ from ._enums import Dim, Layout
 
 __version__: str
 
-DTypeLike = Any  # a NumPy dtype, scalar type or name, or blobcore.bfloat16
+DTypeLike = Any  # a NumPy or ml_dtypes dtype, scalar type or name, or one of blobcore's dtypes
 Axis = SupportsIndex | Dim
 StrPath = str | os.PathLike[str]
 Buffer = bytes | bytearray | memoryview

@@ -1,7 +1,10 @@
 """The dtypes blobcore supports, as NumPy dtype objects (``bc.float32 ==
-numpy.float32``). NumPy has no bfloat16: ``bc.bfloat16`` is ml_dtypes'
-bfloat16 dtype when that package is installed, else a marker object that
+numpy.float32``). NumPy has no bfloat16 or float8: ``bc.bfloat16``,
+``bc.float8_e4m3fn``, ``bc.float8_e5m2`` and ``bc.float8_e8m0fnu`` are
+ml_dtypes' dtypes when that package is installed, else marker objects that
 blobcore accepts wherever a dtype is expected."""
+
+from typing import Any
 
 import numpy as _np
 
@@ -12,29 +15,59 @@ int64 = _np.dtype("int64")
 uint8 = _np.dtype("uint8")
 int8 = _np.dtype("int8")
 float16 = _np.dtype("float16")
+bool_ = _np.dtype("bool")
+int16 = _np.dtype("int16")
+uint16 = _np.dtype("uint16")
+uint32 = _np.dtype("uint32")
+uint64 = _np.dtype("uint64")
 
 
-class _BFloat16:
-    """Marker for the bfloat16 dtype when ml_dtypes is not installed."""
+class _MlDType:
+    """Marker for an ml_dtypes dtype when ml_dtypes is not installed."""
 
-    name = "bfloat16"
-    itemsize = 2
+    def __init__(self, name: str, itemsize: int) -> None:
+        self.name = name
+        self.itemsize = itemsize
 
     def __repr__(self) -> str:
-        return "blobcore.bfloat16"
+        return f"blobcore.{self.name}"
 
     def __eq__(self, other: object) -> bool:
-        return other == "bfloat16" or getattr(other, "name", None) == "bfloat16"
+        return other == self.name or getattr(other, "name", None) == self.name
 
     def __hash__(self) -> int:
-        return hash("bfloat16")
+        return hash(self.name)
 
 
-try:  # pragma: no cover - depends on the environment
-    import ml_dtypes as _ml
+def _ml_dtype(name: str, itemsize: int) -> Any:
+    try:  # pragma: no cover - depends on the environment
+        import ml_dtypes as _ml
 
-    bfloat16 = _np.dtype(_ml.bfloat16)
-except ImportError:
-    bfloat16 = _BFloat16()
+        return _np.dtype(getattr(_ml, name))
+    except (ImportError, AttributeError):
+        return _MlDType(name, itemsize)
 
-__all__ = ["float32", "int32", "float64", "int64", "uint8", "int8", "float16", "bfloat16"]
+
+bfloat16 = _ml_dtype("bfloat16", 2)
+float8_e4m3fn = _ml_dtype("float8_e4m3fn", 1)
+float8_e5m2 = _ml_dtype("float8_e5m2", 1)
+float8_e8m0fnu = _ml_dtype("float8_e8m0fnu", 1)
+
+__all__ = [
+    "float32",
+    "int32",
+    "float64",
+    "int64",
+    "uint8",
+    "int8",
+    "float16",
+    "bfloat16",
+    "bool_",
+    "int16",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e8m0fnu",
+]

@@ -1,6 +1,7 @@
 //! NumPy arrays to and from blobs: the array protocol (`__array__`),
-//! arrays wrapped without copying (writable or read-only), bfloat16
-//! through ml_dtypes (as uint16 views), and values for `__setitem__`.
+//! arrays wrapped without copying (writable or read-only), bfloat16 and
+//! the float8 types through ml_dtypes (as uint16 / uint8 views), and
+//! values for `__setitem__`.
 
 use crate::blob::{run, PyBlob};
 use crate::buffers::Held;
@@ -11,28 +12,46 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::ptr::NonNull;
 
-/// ml_dtypes' bfloat16 scalar type, or a DTypeError naming the package.
-pub fn ml_bfloat16(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+/// ml_dtypes' scalar type for `name` (`bfloat16`, `float8_e4m3fn` ...),
+/// or a DTypeError naming the package.
+pub fn ml_type<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     match py.import("ml_dtypes") {
-        Ok(m) => m.getattr("bfloat16"),
+        Ok(m) => m.getattr(name),
         Err(_) => Err(raise(
             "DTypeError",
-            "bfloat16 blobs reach NumPy through the ml_dtypes package, which is not installed (pip install ml_dtypes); or convert first: blob.astype(numpy.float32)",
+            format!("{name} blobs reach NumPy through the ml_dtypes package, which is not installed (pip install ml_dtypes); or convert first: blob.astype(numpy.float32)"),
         )),
     }
 }
 
-/// The NumPy dtype object for `d` (ml_dtypes' for bfloat16).
+/// The NumPy dtype object for `d` (ml_dtypes' for bfloat16 and float8).
 pub fn numpy_dtype<'py>(py: Python<'py>, d: DType) -> PyResult<Bound<'py, PyAny>> {
-    if d == DType::BF16 {
-        return py.import("numpy")?.getattr("dtype")?.call1((ml_bfloat16(py)?,));
+    if let Some((name, _)) = crate::dtypes::ml_dtype(d) {
+        return py.import("numpy")?.getattr("dtype")?.call1((ml_type(py, name)?,));
     }
     crate::dtypes::to_py(py, d)
 }
 
-/// True for arrays of ml_dtypes' bfloat16.
-pub(crate) fn is_bf16_array(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(obj.hasattr("dtype")? && obj.getattr("dtype")?.getattr("name").and_then(|n| n.extract::<String>()).is_ok_and(|n| n == "bfloat16"))
+/// The blobcore dtype of an array of an ml_dtypes type blobcore has
+/// (bfloat16, the float8 types), or None.
+pub(crate) fn ml_array_dtype(obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
+    if !obj.hasattr("dtype")? {
+        return Ok(None);
+    }
+    let name = obj.getattr("dtype")?.getattr("name").and_then(|n| n.extract::<String>());
+    Ok(name.ok().and_then(|n| crate::dtypes::ml_by_name(&n)))
+}
+
+/// `array` as its carrier (uint16 for bfloat16, uint8 for float8) when it
+/// holds an ml_dtypes type, with that dtype; else itself and None.
+pub(crate) fn carried<'py>(array: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Option<DType>)> {
+    match ml_array_dtype(array)? {
+        Some(d) => {
+            let carrier = crate::dtypes::ml_dtype(d).map_or("uint8", |m| m.1);
+            Ok((array.call_method1("view", (carrier,))?, Some(d)))
+        }
+        None => Ok((array.clone(), None)),
+    }
 }
 
 /// The blob as an ndarray sharing its memory (read-only when the blob
@@ -54,10 +73,10 @@ pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>
         return array_of(&dense, dtype, None);
     }
     let np = py.import("numpy")?;
-    let arr = if b.dtype() == DType::BF16 {
-        let bf16 = ml_bfloat16(py)?;
-        let held = Held::raw16(py, core(b.export())?)?;
-        np.getattr("asarray")?.call1((held,))?.call_method1("view", (bf16,))?
+    let arr = if let Some((name, _)) = crate::dtypes::ml_dtype(b.dtype()) {
+        let ml = ml_type(py, name)?;
+        let held = Held::raw(py, core(b.export())?)?;
+        np.getattr("asarray")?.call1((held,))?.call_method1("view", (ml,))?
     } else {
         np.getattr("asarray")?.call1((pyo3::types::PyMemoryView::from(slf.as_any())?,))?
     };
@@ -80,11 +99,11 @@ pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>
 
 /// A read-only ndarray over the blob's memory for callers that only read
 /// (copies, `tolist`): its export does not move the GPU head (Caffe's
-/// `cpu_data()`). bfloat16 goes through ml_dtypes.
+/// `cpu_data()`). bfloat16 and float8 go through ml_dtypes.
 pub fn read_only_array<'py>(slf: &Bound<'py, PyBlob>) -> PyResult<Bound<'py, PyAny>> {
     let py = slf.py();
     let b = &slf.get().b;
-    if b.dtype() == DType::BF16 || b.is_blocked() {
+    if crate::dtypes::ml_dtype(b.dtype()).is_some() || b.is_blocked() {
         let arr = array_of(slf, None, None)?;
         return Ok(arr);
     }
@@ -93,17 +112,16 @@ pub fn read_only_array<'py>(slf: &Bound<'py, PyBlob>) -> PyResult<Bound<'py, PyA
 
 /// A blob over `array`'s memory, without copying: C-contiguous and
 /// aligned arrays only; read-only arrays give read-only blobs; bfloat16
-/// arrays (ml_dtypes) are viewed as uint16 on the way.
+/// and float8 arrays (ml_dtypes) are viewed as uint16 / uint8 on the way.
 pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
-    let bf16 = is_bf16_array(array)?;
-    let array = if bf16 { array.call_method1("view", ("uint16",))? } else { array.clone() };
+    let (array, ml) = carried(array)?;
     let buf = Foreign::get(&array, false).map_err(|e| {
         raise("InvalidArgumentError", format!("from_numpy(copy=False) needs an object with the buffer protocol ({e}); pass copy=True"))
     })?;
     if !buf.is_c_contiguous() {
         return Err(raise("InvalidArgumentError", "from_numpy(copy=False) needs a C-contiguous array; pass copy=True or use numpy.ascontiguousarray"));
     }
-    let dtype = if bf16 { DType::BF16 } else { buf.dtype()? };
+    let dtype = match ml { Some(d) => d, None => buf.dtype()? };
     let shape = core(Shape::new(&buf.shape()))?;
     let (len, read_only) = (buf.len(), buf.readonly());
     let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
@@ -114,7 +132,8 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     core(unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, len, Some(release), read_only) })
 }
 
-/// `numpy.asarray(array, dtype=d)` (ml_dtypes' bfloat16 for BF16). With
+/// `numpy.asarray(array, dtype=d)` (ml_dtypes' types for bfloat16 and
+/// float8). With
 /// `copy` false the array must already be of `d`: a conversion would not
 /// share memory.
 pub fn as_dtype<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, d: DType, copy: bool) -> PyResult<Bound<'py, PyAny>> {
@@ -132,16 +151,15 @@ pub fn as_dtype<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, d: DType, copy:
 }
 
 /// A new blob holding a copy of `array` (anything NumPy converts; any
-/// layout; bfloat16 through ml_dtypes).
+/// layout; bfloat16 and float8 through ml_dtypes).
 pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     let kwargs = PyDict::new(py);
     // asarray(order="C"), not ascontiguousarray: that makes 0-d arrays 1-d.
     kwargs.set_item("order", "C")?;
     let arr = py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))?;
-    let bf16 = is_bf16_array(&arr)?;
-    let arr = if bf16 { arr.call_method1("view", ("uint16",))? } else { arr };
+    let (arr, ml) = carried(&arr)?;
     let buf = Foreign::get(&arr, false)?;
-    let dtype = if bf16 { DType::BF16 } else { buf.dtype()? };
+    let dtype = match ml { Some(d) => d, None => buf.dtype()? };
     let out = core(Blob::new(engine, dtype, core(Shape::new(&buf.shape()))?))?;
     let bytes = buf.bytes();
     let dst = out.clone();

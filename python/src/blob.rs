@@ -7,7 +7,7 @@ use crate::dlpack;
 use crate::dtypes;
 use crate::errors::{core, raise};
 use crate::exports::{self, Foreign};
-use blobcore::{Blob, BlobDim, DType, Engine, Shape};
+use blobcore::{Blob, BlobDim, Engine, Shape};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -827,8 +827,9 @@ impl PyBlob {
             let b = self.b.clone();
             return run(py, b.is_small(), move || b.copy_from(&tmp));
         }
-        // bfloat16 has no buffer-protocol code: its bits go as uint16.
-        let arr = if crate::arrays::is_bf16_array(&arr)? { arr.call_method1("view", ("uint16",))? } else { arr };
+        // bfloat16 and float8 have no buffer-protocol code: their bits go
+        // as uint16 / uint8.
+        let (arr, _) = crate::arrays::carried(&arr)?;
         let buf = Foreign::get(&arr, false)?;
         core(self.b.check_source_dims(&buf.shape()))?;
         let b = self.b.clone();
@@ -847,8 +848,7 @@ impl PyBlob {
     /// (DTypeError), and no more elements than the blob has
     /// (InvalidArgumentError).
     fn copy_to(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
-        let bf16 = crate::arrays::is_bf16_array(out)?;
-        let target = if bf16 { out.call_method1("view", ("uint16",))? } else { out.clone() };
+        let (target, ml) = crate::arrays::carried(out)?;
         if target.is_none() {
             return Err(PyTypeError::new_err("copy_to needs a destination buffer, not None"));
         }
@@ -856,7 +856,7 @@ impl PyBlob {
         if !buf.is_c_contiguous() {
             return Err(raise("InvalidArgumentError", "copy_to needs a C-contiguous destination"));
         }
-        let dtype = if bf16 { DType::BF16 } else { buf.dtype()? };
+        let dtype = match ml { Some(d) => d, None => buf.dtype()? };
         let b = self.b.clone();
         let (ptr, len) = (buf.ptr() as usize, buf.len());
         // SAFETY: the exporter lent `len` writable bytes at `ptr`
@@ -1247,7 +1247,7 @@ impl PyBlob {
         }
         let b = &slf.get().b;
         let dense = if b.is_dense() { b.clone() } else { core(b.copy())? };
-        let held = Held::raw16(py, core(dense.export())?)?;
+        let held = Held::raw(py, core(dense.export())?)?;
         let pb = py.import("pickle")?.getattr("PickleBuffer")?.call1((held,))?;
         let ctor = slf.get_type().getattr("_from_buffer")?;
         (ctor, (i64s(&dense.dims()), dense.dtype().name(), pb)).into_pyobject(py)

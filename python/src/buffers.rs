@@ -42,29 +42,30 @@ impl Mode {
 pub struct Held {
     export: Arc<Export>,
     readonly: bool,
-    raw16: bool,
+    raw: bool,
 }
 
 impl Held {
     /// An ndarray over `export` (read-only when asked, or when the blob is).
     pub fn array(py: Python<'_>, export: Export, readonly: bool) -> PyResult<Bound<'_, PyAny>> {
-        let held = Bound::new(py, Held { export: Arc::new(export), readonly, raw16: false })?;
+        let held = Bound::new(py, Held { export: Arc::new(export), readonly, raw: false })?;
         py.import("numpy")?.getattr("asarray")?.call1((held,))
     }
 
-    /// An object whose buffer is `export` with 2-byte elements as uint16
-    /// (bfloat16 on its way to ml_dtypes).
-    pub fn raw16(py: Python<'_>, export: Export) -> PyResult<Bound<'_, Held>> {
-        Bound::new(py, Held { export: Arc::new(export), readonly: false, raw16: true })
+    /// An object whose buffer is `export` with the elements of the
+    /// ml_dtypes types as unsigned integers of their size (bfloat16 as
+    /// uint16, float8 as uint8, on their way to ml_dtypes).
+    pub fn raw(py: Python<'_>, export: Export) -> PyResult<Bound<'_, Held>> {
+        Bound::new(py, Held { export: Arc::new(export), readonly: false, raw: true })
     }
 }
 
 #[pymethods]
 impl Held {
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
-        let (export, readonly, raw16) = (Arc::clone(&slf.get().export), slf.get().readonly, slf.get().raw16);
+        let (export, readonly, raw) = (Arc::clone(&slf.get().export), slf.get().readonly, slf.get().raw);
         // SAFETY: forwarded from CPython's call of __getbuffer__.
-        unsafe { exports::fill_view(view, flags, export, readonly, raw16, slf.into_any()) }
+        unsafe { exports::fill_view(view, flags, export, readonly, raw, slf.into_any()) }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {

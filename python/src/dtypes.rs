@@ -1,7 +1,7 @@
 //! dtypes: blobcore's `DType` <-> the Python dtype objects exported as
-//! `bc.float32` ... (NumPy dtypes; `bc.bfloat16` is ml_dtypes' bfloat16
-//! when that package is installed, else a marker object), plus the
-//! buffer-protocol format characters.
+//! `bc.float32` ... (NumPy dtypes; `bc.bfloat16` and the float8 dtypes are
+//! ml_dtypes' when that package is installed, else marker objects), plus
+//! the buffer-protocol format characters.
 
 use crate::errors::raise;
 use blobcore::DType;
@@ -11,28 +11,60 @@ use pyo3::types::PyString;
 
 static OBJECTS: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
 
+/// The name of `d`'s object in the `blobcore` module (`bool_` for bool,
+/// as NumPy spells its scalar type; the dtype's name otherwise).
+pub fn attr_name(d: DType) -> &'static str {
+    if d == DType::Bool { "bool_" } else { d.name() }
+}
+
+/// The dtypes NumPy reaches only through ml_dtypes: their ml_dtypes name
+/// and the unsigned integer type of the same size that carries their bits
+/// through the buffer protocol.
+pub fn ml_dtype(d: DType) -> Option<(&'static str, &'static str)> {
+    match d {
+        DType::BF16 => Some(("bfloat16", "uint16")),
+        DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E8M0Fnu => Some((d.name(), "uint8")),
+        _ => None,
+    }
+}
+
+/// The ml_dtypes dtype with this name, if blobcore has it.
+pub fn ml_by_name(name: &str) -> Option<DType> {
+    DType::from_name(name).filter(|d| ml_dtype(*d).is_some())
+}
+
 /// The Python object for `d` (`numpy.dtype("float32")` ...).
 pub fn to_py(py: Python<'_>, d: DType) -> PyResult<Bound<'_, PyAny>> {
     let v = OBJECTS.get_or_try_init(py, || -> PyResult<Vec<Py<PyAny>>> {
         let m = py.import("blobcore._dtypes")?;
-        DType::ALL.iter().map(|d| m.getattr(d.name()).map(Bound::unbind)).collect()
+        DType::ALL.iter().map(|d| m.getattr(attr_name(*d)).map(Bound::unbind)).collect()
     })?;
     let i = DType::ALL.iter().position(|x| *x == d).unwrap_or(0);
     Ok(v[i].bind(py).clone())
 }
 
-/// Parses a dtype argument: `None` (float32), a name, a NumPy dtype or
-/// scalar type, or `bc.bfloat16`.
+/// Parses a dtype argument: `None` (float32), a name, a NumPy or
+/// ml_dtypes dtype or scalar type, or one of `bc`'s dtype objects.
 pub fn from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
     let Some(obj) = obj else { return Ok(DType::F32) };
     if obj.is_none() {
         return Ok(DType::F32);
     }
     let py = obj.py();
+    let ml_name = || -> PyResult<Option<String>> {
+        if !obj.hasattr("name")? {
+            return Ok(None);
+        }
+        Ok(obj.getattr("name")?.extract::<String>().ok().filter(|n| ml_by_name(n).is_some()))
+    };
     let name: String = if let Ok(s) = obj.cast::<PyString>() {
         s.to_str()?.to_owned()
-    } else if obj.hasattr("name")? && obj.getattr("name")?.extract::<String>().is_ok_and(|n| n == "bfloat16") {
-        "bfloat16".to_owned()
+    } else if let Some(n) = ml_name()? {
+        n
+    } else if obj.is_instance_of::<pyo3::types::PyType>() && obj.hasattr("__name__")? && obj.getattr("__name__")?.extract::<String>().is_ok_and(|n| ml_by_name(&n).is_some()) {
+        // ml_dtypes' scalar types (ml_dtypes.float8_e4m3fn) without numpy
+        // knowing their names.
+        obj.getattr("__name__")?.extract()?
     } else {
         let np = py.import("numpy")?;
         match np.getattr("dtype")?.call1((obj,)) {
@@ -40,18 +72,18 @@ pub fn from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
             Err(_) => return Err(raise("DTypeError", format!("{} is not a dtype", obj.repr()?))),
         }
     };
-    let name = if name == "bfloat16" { name } else {
-        // Let NumPy canonicalise names ("f4", "float", "<i8" ...).
+    let name = if ml_by_name(&name).is_some() || name == "bool_" { name } else {
+        // Let NumPy canonicalise names ("f4", "float", "<i8", "?" ...).
         match py.import("numpy")?.getattr("dtype")?.call1((name.as_str(),)) {
             Ok(d) => d.getattr("name")?.extract()?,
             Err(_) => name,
         }
     };
-    DType::ALL
-        .iter()
-        .copied()
-        .find(|d| d.name() == name)
-        .ok_or_else(|| raise("DTypeError", format!("dtype {name} is not supported (blobcore has float32, int32, float64, int64, uint8, int8, float16, bfloat16)")))
+    let name = if name == "bool_" { "bool".to_owned() } else { name };
+    DType::from_name(&name).ok_or_else(|| {
+        let all: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+        raise("DTypeError", format!("dtype {name} is not supported (blobcore has {})", all.join(", ")))
+    })
 }
 
 /// The buffer-protocol (struct module) format of `d`, if it has one.
@@ -66,7 +98,12 @@ pub fn format(d: DType) -> Option<&'static std::ffi::CStr> {
         DType::U8 => c"B",
         DType::I8 => c"b",
         DType::F16 => c"e",
-        DType::BF16 => return None,
+        DType::Bool => c"?",
+        DType::I16 => c"h",
+        DType::U16 => c"H",
+        DType::U32 => c"I",
+        DType::U64 => if std::mem::size_of::<std::ffi::c_ulong>() == 8 { c"L" } else { c"Q" },
+        DType::BF16 | DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E8M0Fnu => return None,
     })
 }
 
@@ -82,8 +119,13 @@ pub fn from_format(fmt: &str, itemsize: usize) -> Option<DType> {
         "e" => DType::F16,
         "b" => DType::I8,
         "B" => DType::U8,
+        "?" => DType::Bool,
+        "h" if itemsize == 2 => DType::I16,
+        "H" if itemsize == 2 => DType::U16,
         "i" | "l" | "q" | "n" if itemsize == 4 => DType::I32,
         "i" | "l" | "q" | "n" if itemsize == 8 => DType::I64,
+        "I" | "L" | "Q" | "N" if itemsize == 4 => DType::U32,
+        "I" | "L" | "Q" | "N" if itemsize == 8 => DType::U64,
         _ => return None,
     };
     (d.size() == itemsize).then_some(d)

@@ -18,9 +18,10 @@ struct ViewHolder {
 
 /// Fills `view` from `export` for `__getbuffer__` (`owner` becomes
 /// `view.obj`). Read-only requests (`readonly`, or an export of a
-/// read-only blob) refuse writable requests. `raw16` describes 2-byte
-/// elements as uint16 (how bfloat16 reaches NumPy: a uint16 array that
-/// ml_dtypes views as bfloat16).
+/// read-only blob) refuse writable requests. `raw` describes the
+/// elements of the ml_dtypes types as unsigned integers of their size (how
+/// bfloat16 and float8 reach NumPy: a uint16 / uint8 array that ml_dtypes
+/// views as its type).
 ///
 /// # Safety
 /// `view` must be the pointer CPython passed to `__getbuffer__`.
@@ -29,7 +30,7 @@ pub unsafe fn fill_view(
     flags: c_int,
     export: Arc<Export>,
     readonly: bool,
-    raw16: bool,
+    raw: bool,
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let readonly = readonly || !export.is_writable();
@@ -39,10 +40,12 @@ pub unsafe fn fill_view(
     if readonly && (flags & ffi::PyBUF_WRITABLE) == ffi::PyBUF_WRITABLE {
         return Err(pyo3::exceptions::PyBufferError::new_err("this buffer is read-only"));
     }
-    let format: &'static CStr = if raw16 && export.dtype().size() == 2 { Some(c"H") } else { dtypes::format(export.dtype()) }.ok_or_else(|| {
-        pyo3::exceptions::PyBufferError::new_err(
-            "bfloat16 has no buffer-protocol format; use numpy.asarray(blob) with ml_dtypes installed, DLPack, or blob.astype(numpy.float32)",
-        )
+    let carrier = |size| if size == 2 { c"H" } else { c"B" };
+    let d = export.dtype();
+    let format: &'static CStr = if raw && dtypes::ml_dtype(d).is_some() { Some(carrier(d.size())) } else { dtypes::format(d) }.ok_or_else(|| {
+        pyo3::exceptions::PyBufferError::new_err(format!(
+            "{d} has no buffer-protocol format; use numpy.asarray(blob) with ml_dtypes installed, DLPack, or blob.astype(numpy.float32)",
+        ))
     })?;
     if !export.is_contiguous() && (flags & ffi::PyBUF_STRIDES) != ffi::PyBUF_STRIDES {
         return Err(pyo3::exceptions::PyBufferError::new_err(

@@ -115,7 +115,12 @@ fn parse_descr(d: &str) -> Result<(DType, bool)> {
         "u1" => DType::U8,
         "i1" => DType::I8,
         "f2" => DType::F16,
-        "b1" | "?" | "u2" | "u4" | "u8" | "i2" | "f16" | "c8" | "c16" | "c32" => {
+        "b1" => DType::Bool,
+        "i2" => DType::I16,
+        "u2" => DType::U16,
+        "u4" => DType::U32,
+        "u8" => DType::U64,
+        "f16" | "c8" | "c16" | "c32" => {
             return Err(err!(DType, "{FORMAT}: NumPy dtype '{d}' has no blobcore dtype"))
         }
         _ => {
@@ -293,8 +298,16 @@ pub fn encode(blob: &Blob, w: &mut dyn Write) -> Result<()> {
         DType::U8 => "u1",
         DType::I8 => "i1",
         DType::F16 => "f2",
-        DType::BF16 => {
-            return Err(err!(DType, "NumPy has no bfloat16 dtype; convert the blob to float32 first"))
+        DType::Bool => "b1",
+        DType::I16 => "i2",
+        DType::U16 => "u2",
+        DType::U32 => "u4",
+        DType::U64 => "u8",
+        d @ (DType::BF16 | DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E8M0Fnu) => {
+            return Err(err!(
+                DType,
+                "{FORMAT}: NumPy has no {d} dtype, so .npy cannot hold it (it holds bool, int8..int64, uint8..uint64, float16, float32 and float64); convert the blob first (astype(numpy.float32))"
+            ))
         }
     };
     let order = if blob.dtype().size() == 1 {
@@ -447,14 +460,28 @@ mod tests {
         assert!(fmt(&file("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,) }", &[0; 4])).contains("True or False"));
         assert!(fmt(&file("{'descr': '<f4', 'fortran_order': False, 'shape': (1,) } x", &[0; 4])).contains("after"));
         let d = |descr: &str| Blob::from_npy_bytes(&e(), &file(&format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (), }}"), &[0; 16]));
-        assert!(matches!(d("|b1"), Err(Error::DType(m)) if m.contains("'|b1'")));
+        assert!(matches!(d("<f16"), Err(Error::DType(m)) if m.contains("'<f16'")));
         assert!(matches!(d("<c16"), Err(Error::DType(_))));
         assert!(matches!(d("<U4"), Err(Error::DType(m)) if m.contains("structured")));
     }
 
     #[test]
-    fn bf16_cannot_be_saved() {
-        let b = Blob::tensor(&e(), DType::BF16, &[2]).unwrap();
-        assert!(matches!(b.to_npy_bytes(), Err(Error::DType(m)) if m.contains("bfloat16")));
+    fn bf16_and_float8_cannot_be_saved() {
+        for d in [DType::BF16, DType::F8E4M3Fn, DType::F8E5M2, DType::F8E8M0Fnu] {
+            let b = Blob::tensor(&e(), d, &[2]).unwrap();
+            assert!(matches!(b.to_npy_bytes(), Err(Error::DType(m)) if m.contains(d.name())));
+        }
+    }
+
+    #[test]
+    fn numpy_descrs_of_bool_and_the_new_integers_round_trip() {
+        for (d, descr) in [(DType::Bool, "'|b1'"), (DType::I16, "'<i2'"), (DType::U16, "'<u2'"), (DType::U32, "'<u4'"), (DType::U64, "'<u8'")] {
+            let b = Blob::full(&e(), d, &[3], 1.0).unwrap();
+            let bytes = b.to_npy_bytes().unwrap();
+            assert!(String::from_utf8_lossy(&bytes).contains(descr), "{d}");
+            let back = Blob::from_npy_bytes(&e(), &bytes).unwrap();
+            assert_eq!(back.dtype(), d);
+            assert_eq!(back.cast(DType::F64).unwrap().to_vec::<f64>().unwrap(), [1.0; 3]);
+        }
     }
 }

@@ -8,9 +8,12 @@
 //! Loading gives a [`BlobMap`] in file order (by byte offset). With a map
 //! ([`BlobMap::load_safetensors`] with `mmap`), opening costs O(1): the
 //! blobs are read-only views of the file's pages, touched only when read;
-//! without, each tensor is read straight into a fresh writable blob. A
-//! dtype blobcore lacks (`BOOL`, `U16`, `F8_E4M3`, ...) is a DType error
-//! naming the tensor, raised before any blob is made.
+//! without, each tensor is read straight into a fresh writable blob.
+//! Every dtype of the format but the sub-byte, complex and "fnuz" ones
+//! (`F4`, `F6_*`, `C64`, `F8_E4M3FNUZ`, `F8_E5M2FNUZ`) has a blobcore dtype:
+//! `F8_E4M3` is float8_e4m3fn (PyTorch's `float8_e4m3fn`), `F8_E8M0` is
+//! float8_e8m0fnu. The others are a DType error naming the tensor, raised
+//! before any blob is made.
 //!
 //! Saving writes each entry's single blob, with the metadata as
 //! `__metadata__`, laid out as the crate's writer does (tensors by
@@ -34,39 +37,40 @@ const FORMAT: &str = "safetensors";
 /// The largest header the `safetensors` crate accepts (100 MB).
 const MAX_HEADER: u64 = 100_000_000;
 
+/// Every blobcore dtype with its safetensors dtype (each has one).
+const DTYPES: [(DType, Dtype); 16] = [
+    (DType::F32, Dtype::F32),
+    (DType::I32, Dtype::I32),
+    (DType::F64, Dtype::F64),
+    (DType::I64, Dtype::I64),
+    (DType::U8, Dtype::U8),
+    (DType::I8, Dtype::I8),
+    (DType::F16, Dtype::F16),
+    (DType::BF16, Dtype::BF16),
+    (DType::Bool, Dtype::BOOL),
+    (DType::I16, Dtype::I16),
+    (DType::U16, Dtype::U16),
+    (DType::U32, Dtype::U32),
+    (DType::U64, Dtype::U64),
+    (DType::F8E4M3Fn, Dtype::F8_E4M3),
+    (DType::F8E5M2, Dtype::F8_E5M2),
+    (DType::F8E8M0Fnu, Dtype::F8_E8M0),
+];
+
 /// The blobcore dtype of a safetensors dtype, or a DType error naming the tensor.
 fn dtype_of(name: &str, d: Dtype) -> Result<DType> {
-    Ok(match d {
-        Dtype::F32 => DType::F32,
-        Dtype::I32 => DType::I32,
-        Dtype::F64 => DType::F64,
-        Dtype::I64 => DType::I64,
-        Dtype::U8 => DType::U8,
-        Dtype::I8 => DType::I8,
-        Dtype::F16 => DType::F16,
-        Dtype::BF16 => DType::BF16,
-        other => {
-            return Err(err!(
-                DType,
-                "{FORMAT}: tensor {name:?} has dtype {other}, which blobcore does not have \
-                 (it has F32, I32, F64, I64, U8, I8, F16 and BF16)"
-            ))
-        }
+    DTYPES.iter().find(|p| p.1 == d).map(|p| p.0).ok_or_else(|| {
+        err!(
+            DType,
+            "{FORMAT}: tensor {name:?} has dtype {d}, which blobcore does not have \
+             (it has BOOL, U8, U16, U32, U64, I8, I16, I32, I64, F8_E4M3, F8_E5M2, F8_E8M0, F16, BF16, F32 and F64)"
+        )
     })
 }
 
 /// The safetensors dtype of a blobcore dtype (every one has one).
 fn st_dtype(d: DType) -> Dtype {
-    match d {
-        DType::F32 => Dtype::F32,
-        DType::I32 => Dtype::I32,
-        DType::F64 => Dtype::F64,
-        DType::I64 => Dtype::I64,
-        DType::U8 => Dtype::U8,
-        DType::I8 => Dtype::I8,
-        DType::F16 => Dtype::F16,
-        DType::BF16 => Dtype::BF16,
-    }
+    DTYPES.iter().find(|p| p.0 == d).map_or(Dtype::U8, |p| p.1)
 }
 
 /// One tensor of a parsed header: name, dtype, shape, and its byte range
@@ -321,12 +325,12 @@ mod tests {
 
     #[test]
     fn unknown_dtypes_name_the_tensor() {
-        let json = br#"{"flags":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}"#;
+        let json = br#"{"flags":{"dtype":"C64","shape":[2],"data_offsets":[0,16]}}"#;
         let mut f = (json.len() as u64).to_le_bytes().to_vec();
         f.extend_from_slice(json);
-        f.extend_from_slice(&[0, 1]);
+        f.extend_from_slice(&[0; 16]);
         let r = BlobMap::from_safetensors_bytes(&e(), &f);
-        assert!(matches!(r, Err(Error::DType(ref m)) if m.contains("\"flags\"") && m.contains("BOOL")), "{:?}", r.as_ref().err());
+        assert!(matches!(r, Err(Error::DType(ref m)) if m.contains("\"flags\"") && m.contains("C64")), "{:?}", r.as_ref().err());
     }
 
     #[test]

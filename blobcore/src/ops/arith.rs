@@ -1,7 +1,7 @@
 //! add, scale, update (data -= diff).
 
 use crate::blob::Blob;
-use crate::dtype::{dispatch, Element};
+use crate::dtype::{dispatch_arith, Arith};
 use crate::error::{err, Result};
 use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut, source_for, Source};
 
@@ -20,7 +20,7 @@ impl BinOp {
     }
 
     #[inline]
-    fn apply<T: Element>(self, dst: &mut [T], src: &[T]) {
+    fn apply<T: Arith>(self, dst: &mut [T], src: &[T]) {
         match self {
             BinOp::Add => dst.iter_mut().zip(src).for_each(|(a, &b)| *a = T::add(*a, b)),
             BinOp::Sub => dst.iter_mut().zip(src).for_each(|(a, &b)| *a = T::sub(*a, b)),
@@ -29,7 +29,7 @@ impl BinOp {
 
     /// `x = x op x`, for a source that is the destination itself.
     #[inline]
-    fn apply_self<T: Element>(self, dst: &mut [T]) {
+    fn apply_self<T: Arith>(self, dst: &mut [T]) {
         match self {
             BinOp::Add => dst.iter_mut().for_each(|a| *a = T::add(*a, *a)),
             BinOp::Sub => dst.iter_mut().for_each(|a| *a = T::sub(*a, *a)),
@@ -48,6 +48,7 @@ impl Blob {
     /// Caffe `Update`: `data -= diff`. Does nothing if no diff was ever
     /// created (it would read as zeros).
     pub fn update(&self) -> Result<()> {
+        self.dtype().check_arithmetic("update")?;
         match self.diff_if_created() {
             Some(diff) => self.binary(&diff, BinOp::Sub),
             None => Ok(()),
@@ -56,6 +57,7 @@ impl Blob {
 
     fn binary(&self, other: &Blob, op: BinOp) -> Result<()> {
         let name = op.name();
+        self.dtype().check_arithmetic(name)?;
         if self.dtype() != other.dtype() {
             return Err(err!(DType, "{name}: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), other.dtype()));
         }
@@ -106,11 +108,11 @@ impl Blob {
         }
         if same {
             let mut w = dst.write()?;
-            dispatch!(self.dtype(), T => par_chunks_mut(w.typed_mut::<T>(), |c| op.apply_self(c)));
+            dispatch_arith!(self.dtype(), T => par_chunks_mut(w.typed_mut::<T>(), |c| op.apply_self(c)), else => ());
             return Ok(());
         }
         let (mut w, r) = dst_src(&dst, &src, name)?;
-        dispatch!(self.dtype(), T => par_zip_mut(w.typed_mut::<T>(), r.typed::<T>(), |d, s| op.apply(d, s)));
+        dispatch_arith!(self.dtype(), T => par_zip_mut(w.typed_mut::<T>(), r.typed::<T>(), |d, s| op.apply(d, s)), else => ());
         Ok(())
     }
 
@@ -118,6 +120,7 @@ impl Blob {
     /// multiply in their own precision; integers in f64, then truncate and
     /// saturate.
     pub fn scale(&self, factor: f64) -> Result<()> {
+        self.dtype().check_arithmetic("scale")?;
         if !self.is_dense() {
             return self.through_dense(false, |d| d.scale(factor));
         }
@@ -127,9 +130,9 @@ impl Blob {
             }
         }
         self.with_write(|w| {
-            dispatch!(self.dtype(), T => {
+            dispatch_arith!(self.dtype(), T => {
                 par_chunks_mut(w.typed_mut::<T>(), |c| c.iter_mut().for_each(|x| *x = T::scale(*x, factor)));
-            })
+            }, else => ())
         })
     }
 }

@@ -5,26 +5,32 @@
 //! - integer to integer wraps modulo 2^bits (`int64(-1)` to `uint8` is 255);
 //! - integer to float and float to float round once, to nearest even,
 //!   from the exact source value ([`crate::convert`]): float64 and 32/64-bit
-//!   integers into bfloat16 round directly, where ml_dtypes and PyTorch
-//!   round through float32 (twice);
+//!   integers into bfloat16 and the float8 types round directly, where
+//!   ml_dtypes and PyTorch round through float32 (twice); float8_e8m0fnu
+//!   rounds ties up, as ml_dtypes does ([`crate::float8`]);
 //! - float to integer truncates toward zero. Out of range and NaN are
 //!   undefined in C, so NumPy's results vary by platform; here they
-//!   saturate at the target's range and NaN becomes 0.
+//!   saturate at the target's range and NaN becomes 0;
+//! - anything to bool is `value != 0` (NaN is true); bool is 0 or 1.
 
 use crate::blob::Blob;
+use crate::boolean::Bool;
 use crate::convert;
 use crate::dtype::{dispatch, DType, Element};
 use crate::error::Result;
+use crate::float8::{F8E4M3Fn, F8E5M2, F8E8M0Fnu};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-/// An element widened without loss: integers to i64, float16/bfloat16
-/// and float32 to f32 (exact), float64 as itself. Keeping float32 apart
+/// An element widened without loss: signed integers and bool to i64,
+/// uint64 as itself, float8, float16, bfloat16 and float32 to f32
+/// (exact), float64 as itself. Keeping float32 apart
 /// from float64 lets each narrowing pick its one correctly rounded
 /// routine ([`crate::convert`]) instead of rounding twice.
 #[derive(Clone, Copy)]
 enum Wide {
     Int(i64),
+    UInt(u64),
     F32(f32),
     F64(f64),
 }
@@ -45,6 +51,7 @@ macro_rules! int_castable {
             fn narrow(w: Wide) -> Self {
                 match w {
                     Wide::Int(v) => v as $t,   // wraps, as C and NumPy
+                    Wide::UInt(v) => v as $t,
                     Wide::F32(v) => v as $t,   // truncates; saturates out of range, NaN -> 0
                     Wide::F64(v) => v as $t,
                 }
@@ -52,7 +59,60 @@ macro_rules! int_castable {
         }
     )*};
 }
-int_castable!(i32, i64, u8, i8);
+int_castable!(i32, i64, u8, i8, i16, u16, u32);
+
+impl Castable for u64 {
+    #[inline]
+    fn widen(self) -> Wide {
+        Wide::UInt(self)
+    }
+    #[inline]
+    fn narrow(w: Wide) -> Self {
+        match w {
+            Wide::Int(v) => v as u64, // wraps
+            Wide::UInt(v) => v,
+            Wide::F32(v) => v as u64, // truncates and saturates, NaN -> 0
+            Wide::F64(v) => v as u64,
+        }
+    }
+}
+
+impl Castable for Bool {
+    #[inline]
+    fn widen(self) -> Wide {
+        Wide::Int(self.get() as i64)
+    }
+    #[inline]
+    fn narrow(w: Wide) -> Self {
+        Bool::new(match w {
+            Wide::Int(v) => v != 0,
+            Wide::UInt(v) => v != 0,
+            Wide::F32(v) => v != 0.0, // NaN is true
+            Wide::F64(v) => v != 0.0,
+        })
+    }
+}
+
+macro_rules! float8_castable {
+    ($($t:ident: $fmt:path),*) => {$(
+        impl Castable for $t {
+            #[inline]
+            fn widen(self) -> Wide {
+                Wide::F32(self.to_f32())
+            }
+            #[inline]
+            fn narrow(w: Wide) -> Self {
+                $t::from_bits(match w {
+                    Wide::Int(v) => convert::i64_to_format(v, $fmt),
+                    Wide::UInt(v) => convert::u64_to_format(v, $fmt),
+                    Wide::F32(v) => convert::f32_to_format(v, $fmt),
+                    Wide::F64(v) => convert::f64_to_format(v, $fmt),
+                } as u8)
+            }
+        }
+    )*};
+}
+float8_castable!(F8E4M3Fn: convert::F8E4M3FN, F8E5M2: convert::F8E5M2, F8E8M0Fnu: convert::F8E8M0FNU);
 
 impl Castable for f32 {
     #[inline]
@@ -63,6 +123,7 @@ impl Castable for f32 {
     fn narrow(w: Wide) -> Self {
         match w {
             Wide::Int(v) => v as f32, // Rust rounds to nearest even
+            Wide::UInt(v) => v as f32,
             Wide::F32(v) => v,
             Wide::F64(v) => v as f32, // correctly rounded
         }
@@ -78,6 +139,7 @@ impl Castable for f64 {
     fn narrow(w: Wide) -> Self {
         match w {
             Wide::Int(v) => v as f64,
+            Wide::UInt(v) => v as f64,
             Wide::F32(v) => v as f64,
             Wide::F64(v) => v,
         }
@@ -93,6 +155,7 @@ impl Castable for f16 {
     fn narrow(w: Wide) -> Self {
         match w {
             Wide::Int(v) => convert::i64_to_f16(v),
+            Wide::UInt(v) => f16::from_bits(convert::u64_to_format(v, convert::F16) as u16),
             Wide::F32(v) => convert::f32_to_f16(v),
             Wide::F64(v) => convert::f64_to_f16(v),
         }
@@ -108,6 +171,7 @@ impl Castable for bf16 {
     fn narrow(w: Wide) -> Self {
         match w {
             Wide::Int(v) => convert::i64_to_bf16(v),
+            Wide::UInt(v) => bf16::from_bits(convert::u64_to_format(v, convert::BF16) as u16),
             Wide::F32(v) => convert::f32_to_bf16(v),
             Wide::F64(v) => convert::f64_to_bf16(v),
         }

@@ -79,8 +79,10 @@ fn pattern(dtype: DType, value: f64) -> Option<(Elementwise, [u32; 2])> {
     Some(match dtype {
         DType::F32 => (Elementwise::Fill1, [f32::round_from_f64(value).to_bits(), 0]),
         DType::I32 => (Elementwise::Fill1, [i32::round_from_f64(value) as u32, 0]),
+        DType::U32 => (Elementwise::Fill1, [u32::round_from_f64(value), 0]),
         DType::F64 => two(value.to_bits()),
         DType::I64 => two(i64::round_from_f64(value) as u64),
+        DType::U64 => two(u64::round_from_f64(value)),
         _ => return None,
     })
 }
@@ -111,13 +113,14 @@ pub(crate) fn scale(g: &Gpu, region: Region, factor: f64) -> Result<bool> {
     Ok(true)
 }
 
-/// `dst += src` (`subtract`: `dst -= src`) for f32 and i32.
+/// `dst += src` (`subtract`: `dst -= src`) for f32, i32 and u32 (whose
+/// wrapping sums have i32's bits).
 pub(crate) fn binary(g: &Gpu, dst: Region, src: Region, subtract: bool) -> Result<bool> {
     let op = match (dst.dtype, subtract) {
         (DType::F32, false) => Elementwise::AddF32,
         (DType::F32, true) => Elementwise::SubF32,
-        (DType::I32, false) => Elementwise::AddI32,
-        (DType::I32, true) => Elementwise::SubI32,
+        (DType::I32 | DType::U32, false) => Elementwise::AddI32,
+        (DType::I32 | DType::U32, true) => Elementwise::SubI32,
         _ => return Ok(false),
     };
     let same = dst.same_bytes(&src);

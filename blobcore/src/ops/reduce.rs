@@ -121,6 +121,7 @@ impl Blob {
     /// (about 1e-5 relative) and sums i32 blobs exactly in 64-bit integers
     /// (bit-equal to this result below 2^53).
     pub fn asum(&self) -> Result<f64> {
+        self.dtype().check_arithmetic("asum")?;
         if !self.is_dense() {
             return self.to_dense()?.asum();
         }
@@ -139,6 +140,7 @@ impl Blob {
     /// error bound of [`Blob::asum`] (squares of f32 and narrower values
     /// are exact in f64; f64 squares add one rounding each).
     pub fn sumsq(&self) -> Result<f64> {
+        self.dtype().check_arithmetic("sumsq")?;
         if !self.is_dense() {
             return self.to_dense()?.sumsq();
         }
