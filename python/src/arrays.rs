@@ -44,13 +44,27 @@ pub(crate) fn ml_array_dtype(obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> 
 
 /// `array` as its carrier (uint16 for bfloat16, uint8 for float8) when it
 /// holds an ml_dtypes type, with that dtype; else itself and None.
+/// Arrays of dtypes blobcore lacks (datetimes, strings, objects,
+/// structured) are a DTypeError naming the dtype, before NumPy is asked
+/// for a buffer.
 pub(crate) fn carried<'py>(array: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Option<DType>)> {
     match ml_array_dtype(array)? {
         Some(d) => {
             let carrier = crate::dtypes::ml_dtype(d).map_or("uint8", |m| m.1);
             Ok((array.call_method1("view", (carrier,))?, Some(d)))
         }
-        None => Ok((array.clone(), None)),
+        None => {
+            if array.hasattr("dtype")? {
+                let dt = array.getattr("dtype")?;
+                if let Ok(kind) = dt.getattr("kind").and_then(|k| k.extract::<String>()) {
+                    if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
+                        let all: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+                        return Err(raise("DTypeError", format!("dtype {} is not supported (blobcore has {})", dt.str()?, all.join(", "))));
+                    }
+                }
+            }
+            Ok((array.clone(), None))
+        }
     }
 }
 

@@ -7,7 +7,7 @@ import blobcore as bc
 
 # Every blobcore dtype NumPy has (bfloat16 is covered through DLPack and
 # byte round trips in the other tests).
-NUMPY_DTYPES = [bc.float32, bc.int32, bc.float64, bc.int64, bc.uint8, bc.int8, bc.float16]
+NUMPY_DTYPES = [bc.float32, bc.int32, bc.float64, bc.int64, bc.uint8, bc.int8, bc.float16, bc.int16, bc.uint16, bc.uint32, bc.uint64]
 
 
 # The engine under test is the default one: BLOBCORE_ENGINE=gpu runs this
