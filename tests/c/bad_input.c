@@ -12,13 +12,21 @@
 #include <string.h>
 
 static Blob *a, *b, *c, *v, *w, *l, *blk;
+/* Storage-only dtypes: bool [3] = 1 and float8_e4m3fn [3] = 1.5. */
+static Blob *flags, *f8;
 static void *held;
 static int rows = 0;
 static unsigned char before[4096], now[4096];
 
+/* Element sizes by dtype code (BLOB_F32 = 1 .. BLOB_F8_E8M0FNU = 16). */
+static size_t elem_size(int32_t dtype) {
+    static const size_t sizes[17] = {0, 4, 4, 8, 8, 1, 1, 2, 2, 1, 2, 2, 4, 8, 1, 1, 1};
+    return dtype > 0 && dtype <= 16 ? sizes[dtype] : 0;
+}
+
 /* Every fixture's dims, dtype and bytes, back to back. */
 static size_t digest(unsigned char *out) {
-    Blob *const all[] = {a, b, c, v, w, l};
+    Blob *const all[] = {a, b, c, v, w, l, flags, f8};
     size_t at = 0, k;
     for (k = 0; k < sizeof all / sizeof all[0]; k++) {
         int64_t dims[8] = {0}, n = 0;
@@ -32,8 +40,8 @@ static size_t digest(unsigned char *out) {
         at += sizeof dims;
         memcpy(out + at, &dtype, sizeof dtype);
         at += sizeof dtype;
-        blob_copy_to_host(all[k], out + at, (size_t)n * (dtype == BLOB_F64 ? 8 : 4));
-        at += (size_t)n * (dtype == BLOB_F64 ? 8 : 4);
+        blob_copy_to_host(all[k], out + at, (size_t)n * elem_size(dtype));
+        at += (size_t)n * elem_size(dtype);
     }
     return at;
 }
@@ -70,7 +78,7 @@ int main(int argc, char **argv) {
     Blob *fake = (Blob *)(uintptr_t)0xdead0;
     BlobEngine *eng_out = (BlobEngine *)&rows;
     const int64_t d23[2] = {2, 3}, d32[2] = {3, 2}, neg[2] = {2, -3}, huge[2] = {INT64_C(1) << 40, INT64_C(1) << 40};
-    const int64_t one_neg[1] = {-1}, big[1] = {INT64_C(1) << 62}, d4[1] = {4}, d100[1] = {100}, d7[1] = {7};
+    const int64_t one_neg[1] = {-1}, big[1] = {INT64_C(1) << 62}, d3[1] = {3}, d4[1] = {4}, d100[1] = {100}, d7[1] = {7};
     int64_t ones[40], got64 = 777, idx3[3] = {0, 0, 0}, idx_bad[2] = {2, 0}, idx_neg[2] = {0, -1};
     int32_t got32 = 777;
     double sum = -1;
@@ -103,6 +111,8 @@ int main(int argc, char **argv) {
         CHECK(blob_create_desc(NULL, BLOB_F32, dims, 4, blkd, order, 5, &blk) == BLOB_OK);
     }
     CHECK(blob_create_vector(NULL, BLOB_F32, 3, &freed) == BLOB_OK && blob_free(freed) == BLOB_OK);
+    CHECK(blob_create_full(NULL, BLOB_BOOL, d3, 1, 1.0, &flags) == BLOB_OK);
+    CHECK(blob_create_full(NULL, BLOB_F8_E4M3FN, d3, 1, 1.5, &f8) == BLOB_OK);
     digest(before);
 
     /* NULL handles and NULL out-pointers */
@@ -162,7 +172,18 @@ int main(int argc, char **argv) {
     BAD(BLOB_ERR_SHAPE, "rank 33", blob_create_tensor(NULL, BLOB_F32, ones, 33, &out));
     BAD(BLOB_ERR_SHAPE, "rank 40", blob_create_tensor(NULL, BLOB_F32, ones, 40, &out));
     BAD(BLOB_ERR_DTYPE, "code 0", blob_create_vector(NULL, 0, 3, &out));
-    BAD(BLOB_ERR_DTYPE, "code 9", blob_create_vector(NULL, 9, 3, &out));
+    BAD(BLOB_ERR_DTYPE, "code 17", blob_create_vector(NULL, 17, 3, &out));
+    BAD(BLOB_ERR_DTYPE, "1..=16", blob_create_tensor(NULL, INT32_MAX, d23, 2, &out));
+    BAD(BLOB_ERR_DTYPE, "code 17", blob_cast(a, 17, &out));
+    /* arithmetic on bool and float8 is refused, naming astype */
+    BAD(BLOB_ERR_DTYPE, "astype", blob_add(flags, flags));
+    BAD(BLOB_ERR_DTYPE, "astype", blob_scale(f8, 2.0));
+    BAD(BLOB_ERR_DTYPE, "astype", blob_update(f8));
+    BAD(BLOB_ERR_DTYPE, "astype", blob_asum(flags, &sum));
+    BAD(BLOB_ERR_DTYPE, "astype", blob_sumsq(f8, &sum));
+    /* formats that cannot hold a dtype say which they hold */
+    BAD(BLOB_ERR_DTYPE, "float8_e4m3fn", blob_to_npy_bytes(f8, &bytes, &len));
+    BAD(BLOB_ERR_DTYPE, "float32 or float64", blob_to_caffe_bytes(flags, false, &bytes, &len));
     BAD(BLOB_ERR_DTYPE, "code -7", blob_clone_as(a, -7, &out));
     BAD(BLOB_ERR_SHAPE, "negative", blob_reshape(a, one_neg, 1));
     BAD(BLOB_ERR_SHAPE, "rank 33", blob_reshape(a, ones, 33));
@@ -611,6 +632,8 @@ int main(int argc, char **argv) {
     blob_free(w);
     blob_free(l);
     blob_free(blk);
+    blob_free(flags);
+    blob_free(f8);
     if (rows < 100) {
         fprintf(stderr, "only %d rows: the matrix needs at least 100\n", rows);
         failures++;

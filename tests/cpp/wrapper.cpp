@@ -73,6 +73,19 @@ int main(int argc, char **argv) {
         CHECK(f.transposed(0, 1).to_vector<float>()[1] == 3.0f && f.permuted({1, 0}).dims()[0] == 3);
         CHECK(f.transposed_dims(BLOB_DIM_BATCH_LENGTH, BLOB_DIM_CHANNELS).rank() == 7);
         CHECK(f.cast(BLOB_I32).dtype() == BLOB_I32 && f.clone().asum() == 0.0 && f.clone_as(BLOB_F64).dtype() == BLOB_F64);
+        // The new dtypes by their C++ names: float8 holds 1.5 exactly,
+        // bool stores 1, and arithmetic on them throws BLOB_ERR_DTYPE.
+        auto e4 = blob::Blob::full(int32_t(blob::DType::F8_E4M3FN), {2}, 1.5);
+        CHECK(e4.dtype() == BLOB_F8_E4M3FN && e4.cast(BLOB_F32).to_vector<float>()[1] == 1.5f);
+        auto flags = blob::Blob::full(int32_t(blob::DType::Bool), {3}, 2.5);
+        CHECK(flags.to_vector<uint8_t>() == std::vector<uint8_t>({1, 1, 1}));
+        CHECK(blob::Blob::full(int32_t(blob::DType::U64), {1}, 1e19).to_vector<uint64_t>()[0] == 10000000000000000000ull);
+        try {
+            e4.scale(2.0);
+            CHECK(false);
+        } catch (const blob::Error &err) {
+            CHECK(err.status() == BLOB_ERR_DTYPE && std::string(err.what()).find("astype") != std::string::npos);
+        }
         auto t = blob::Blob::tensor(BLOB_F32, {3, 2});
         t.transpose_from(f, 0, 1);
         auto p = blob::Blob::tensor(BLOB_F32, {3, 2});
