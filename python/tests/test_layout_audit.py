@@ -21,7 +21,12 @@ import pytest
 
 import blobcore as bc
 
-DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.int64]
+DTYPES = [
+    np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.int64,
+    np.bool_, np.int16, np.uint16, np.uint32, np.uint64, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e8m0fnu,
+]
+# ml_dtypes' types: NumPy has no DLPack or PEP 3118 code for them.
+ML = {np.dtype(d) for d in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e8m0fnu)}
 
 # (operation, kind) pairs that are refused, with words of the reason. Every
 # entry must be hit by the audit, and README's list must match.
@@ -49,6 +54,10 @@ def contiguous(x):
 
 
 def values(rng, shape, dtype):
+    if np.dtype(dtype) == np.bool_:
+        return np.asarray(rng.integers(0, 2, size=shape)).astype(bool)
+    if np.dtype(dtype) == np.dtype(ml_dtypes.float8_e8m0fnu):  # positive: no NaN
+        return np.asarray(np.abs(rng.standard_normal(shape)) * 4 + 0.01).astype(dtype)
     if np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
         return np.asarray(rng.integers(max(info.min, -100), min(info.max, 100), size=shape, endpoint=True)).astype(dtype)
@@ -155,7 +164,7 @@ def ops():
 
     def astype(b, a, tmp):
         same(b.astype(np.float64), a.astype(np.float64))
-        same(b.astype(np.int32), a.astype(np.float64).astype(np.int32) if a.dtype.kind == "f" else a.astype(np.int32))
+        same(b.astype(np.int32), a.astype(np.float64).astype(np.int32) if a.dtype.kind == "f" or a.dtype in ML else a.astype(np.int32))
 
     def fill(b, a, tmp):
         b.fill(3)
@@ -231,7 +240,7 @@ def ops():
             same(pickle.loads(pickle.dumps(b, protocol=proto)), a)
 
     def dlpack(b, a, tmp):
-        if a.dtype == ml_dtypes.bfloat16:
+        if a.dtype in ML:
             got = bc.from_dlpack(b)
         else:
             got = np.from_dlpack(b)
@@ -242,12 +251,12 @@ def ops():
         same(bc.from_dlpack(cap), a)
 
     def asarray_no_copy(b, a, tmp):
-        v = np.asarray(b, copy=False) if a.dtype != ml_dtypes.bfloat16 else b.__array__(copy=False)
+        v = np.asarray(b, copy=False) if a.dtype not in ML else b.__array__(copy=False)
         same(v, a)
 
     def memview(b, a, tmp):
-        if a.dtype == ml_dtypes.bfloat16:
-            return  # no PEP 3118 code for bfloat16 (README)
+        if a.dtype in ML:
+            return  # no PEP 3118 code for bfloat16 or float8 (README)
         same(np.asarray(memoryview(b)), a)
 
     def merge_split(b, a, tmp):
