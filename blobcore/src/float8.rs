@@ -11,9 +11,9 @@
 //! scale): byte `e` is 2^(e-127), so it has no zero; byte 0 is 2^-127.
 //!
 //! Conversions round once, to nearest, from the exact source value
-//! ([`crate::convert`]): ties go to the even mantissa for the two signed
-//! types and up (away from zero) for `F8E8M0Fnu`, as ml_dtypes rounds
-//! them. Values past the largest finite one become infinity in `F8E5M2`
+//! (blobcore's one rounding routine for every float format): ties go to
+//! the even mantissa for the two signed types and up (away from zero) for
+//! `F8E8M0Fnu`, as ml_dtypes rounds them. Values past the largest finite one become infinity in `F8E5M2`
 //! and NaN in the two types without infinities; NaN stays NaN (with its
 //! sign, where the type has one); zero and negative values are NaN in
 //! `F8E8M0Fnu`, and positive values below 2^-127 round up to 2^-127.

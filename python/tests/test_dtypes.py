@@ -542,3 +542,33 @@ def test_c_codes_through_ctypes():
         lib.blob_free(h)
     h = ctypes.c_void_p()
     assert lib.blob_create_tensor(None, 17, dims(2), 1, ctypes.byref(h)) == 5  # BLOB_ERR_DTYPE
+
+
+def test_without_ml_dtypes_the_markers_still_name_the_dtypes():
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["ml_dtypes"] = None  # as if it were not installed
+        import numpy as np
+        import blobcore as bc
+        for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
+            marker = getattr(bc, name)
+            assert repr(marker) == "blobcore." + name and marker == name
+            b = bc.Blob.full([3], 1.5, dtype=marker)
+            assert b.dtype == marker and b.dtype == name
+            assert np.asarray(b.astype(np.float32)).tolist() == [2.0 if name == "float8_e8m0fnu" else 1.5] * 3
+            try:
+                np.asarray(b)
+            except bc.DTypeError as e:
+                assert "ml_dtypes" in str(e) and name in str(e)
+            else:
+                raise AssertionError("np.asarray without ml_dtypes")
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
