@@ -3,7 +3,8 @@
 //! the float8 types through ml_dtypes (as uint16 / uint8 views), and
 //! values for `__setitem__`.
 
-use crate::blob::{run, PyBlob};
+use crate::gil::run;
+use crate::handle::PyBlob;
 use crate::buffers::Held;
 use crate::errors::{core, raise};
 use crate::exports::Foreign;

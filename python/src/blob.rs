@@ -1,13 +1,17 @@
 //! `bc.Blob` and `bc.Engine`.
 
+use crate::args::{as_named_dim, axis_pair, udims, uidx};
 use crate::arrays;
+use crate::engine::{engine_of, PyEngine};
+use crate::gil::run;
+use crate::handle::PyBlob;
 use crate::buffers::{BufferContext, Held, Mode};
 use crate::indexing::{self, Key};
 use crate::dlpack;
 use crate::dtypes;
 use crate::errors::{core, raise};
 use crate::exports::{self, Foreign};
-use blobcore::{Blob, BlobDim, Engine, Shape};
+use blobcore::{Blob, Engine, Shape};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -15,157 +19,6 @@ use pyo3::types::{PyBytes, PyTuple};
 use std::ffi::c_int;
 use std::ptr::NonNull;
 use std::sync::Arc;
-
-/// Where blobs live and run. ``Engine.cpu()`` is the default everywhere an
-/// ``engine`` argument is accepted.
-#[pyclass(name = "Engine", module = "blobcore", frozen)]
-pub struct PyEngine {
-    pub(crate) e: Engine,
-}
-
-#[pymethods]
-impl PyEngine {
-    /// The CPU engine (one shared engine; every call returns it).
-    #[staticmethod]
-    fn cpu() -> Self {
-        PyEngine { e: Engine::cpu() }
-    }
-
-    /// A GPU engine on the adapter whose name contains ``adapter`` (any
-    /// adapter when None). Raises ``DeviceError`` when there is none.
-    #[staticmethod]
-    #[pyo3(signature = (adapter=None))]
-    fn gpu(adapter: Option<&str>) -> PyResult<Self> {
-        Ok(PyEngine { e: core(Engine::gpu(adapter))? })
-    }
-
-    /// The engine's name ("cpu" or "gpu").
-    #[getter]
-    fn name(&self) -> &'static str {
-        self.e.name()
-    }
-
-    /// The GPU adapter's name (None for the CPU engine).
-    #[getter]
-    fn adapter(&self) -> Option<String> {
-        self.e.adapter_name()
-    }
-
-    /// The default engine: what ``engine=None`` means (the CPU unless
-    /// ``set_default`` or the ``BLOBCORE_ENGINE`` environment variable
-    /// chose another).
-    #[staticmethod]
-    fn default() -> PyResult<Self> {
-        Ok(PyEngine { e: core(Engine::default_engine())? })
-    }
-
-    /// Makes ``engine`` the default engine for every later call that
-    /// passes ``engine=None``.
-    #[staticmethod]
-    fn set_default(engine: PyRef<'_, PyEngine>) {
-        Engine::set_default(&engine.e);
-    }
-
-    /// Transfer and kernel counters since the engine was created (or
-    /// ``reset_stats``): ``bytes_uploaded``, ``bytes_downloaded``,
-    /// ``uploads``, ``downloads`` (blob data moved between host and device,
-    /// one per head transition that needs a copy) and ``kernels`` (compute
-    /// dispatches and device copies). All zero for the CPU engine.
-    fn stats(&self) -> PyEngineStats {
-        PyEngineStats { s: self.e.stats() }
-    }
-
-    /// Sets the counters back to zero.
-    fn reset_stats(&self) {
-        self.e.reset_stats();
-    }
-
-    fn __repr__(&self) -> String {
-        match self.e.adapter_name() {
-            Some(a) => format!("blobcore.Engine.gpu({a:?})"),
-            None => format!("blobcore.Engine.{}()", self.e.name()),
-        }
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<PyEngine>().is_ok_and(|o| o.get().e.same(&self.e))
-    }
-
-    fn __hash__(&self) -> u64 {
-        self.e.name().len() as u64
-    }
-}
-
-/// An engine's counters at one moment (``Engine.stats()``).
-#[pyclass(name = "EngineStats", module = "blobcore", frozen, eq)]
-#[derive(PartialEq)]
-pub struct PyEngineStats {
-    s: blobcore::EngineStats,
-}
-
-#[pymethods]
-impl PyEngineStats {
-    /// Bytes copied host to device.
-    #[getter]
-    fn bytes_uploaded(&self) -> u64 {
-        self.s.bytes_uploaded
-    }
-    /// Bytes copied device to host.
-    #[getter]
-    fn bytes_downloaded(&self) -> u64 {
-        self.s.bytes_downloaded
-    }
-    /// Host-to-device copies.
-    #[getter]
-    fn uploads(&self) -> u64 {
-        self.s.uploads
-    }
-    /// Device-to-host copies.
-    #[getter]
-    fn downloads(&self) -> u64 {
-        self.s.downloads
-    }
-    /// Kernels dispatched and device copies queued.
-    #[getter]
-    fn kernels(&self) -> u64 {
-        self.s.kernels
-    }
-    fn __repr__(&self) -> String {
-        let s = &self.s;
-        format!(
-            "blobcore.EngineStats(bytes_uploaded={}, bytes_downloaded={}, uploads={}, downloads={}, kernels={})",
-            s.bytes_uploaded, s.bytes_downloaded, s.uploads, s.downloads, s.kernels
-        )
-    }
-}
-
-/// The engine given, or the default one (``bc.set_default_engine``, or
-/// the ``BLOBCORE_ENGINE`` environment variable; the CPU otherwise).
-pub(crate) fn engine_of(e: Option<PyRef<'_, PyEngine>>) -> PyResult<Engine> {
-    match e {
-        Some(e) => Ok(e.e.clone()),
-        None => core(Engine::default_engine()),
-    }
-}
-
-/// A blob: an N-d array of one dtype on an engine, with NeoML's seven
-/// named dims, Caffe's data/diff and capacity, safe views (windows,
-/// slices) and LIFO buffers. ``numpy.asarray(b)`` shares its memory.
-#[pyclass(name = "Blob", module = "blobcore", frozen, sequence)]
-pub struct PyBlob {
-    pub(crate) b: Blob,
-}
-
-impl PyBlob {
-    pub(crate) fn new(b: Blob) -> Self {
-        PyBlob { b }
-    }
-}
-
-/// Dims from Python ints: negative or overflowing dims are ShapeErrors.
-pub(crate) fn udims(dims: &[i64]) -> PyResult<Vec<usize>> {
-    Ok(core(Shape::from_i64(dims))?.dims().to_vec())
-}
 
 /// A sequence of non-negative indices (Caffe's `vector<int>` index), or
 /// None for anything else (an integer).
@@ -180,57 +33,6 @@ fn index_list(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<usize>>> {
 /// Caffe's (n, c, h, w), each non-negative.
 fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> PyResult<[usize; 4]> {
     Ok([uidx(n, "n")?, uidx(c, "c")?, uidx(h, "h")?, uidx(w, "w")?])
-}
-
-/// A non-negative index, else OutOfRangeError.
-pub(crate) fn uidx(v: i64, what: &str) -> PyResult<usize> {
-    usize::try_from(v).map_err(|_| raise("OutOfRangeError", format!("{what} {v} is negative")))
-}
-
-/// True when `obj` is a `bc.Dim` member.
-pub(crate) fn as_named_dim(obj: &Bound<'_, PyAny>) -> PyResult<Option<BlobDim>> {
-    let dim_cls = obj.py().import("blobcore._enums")?.getattr("Dim")?;
-    if obj.is_instance(&dim_cls)? {
-        let v: i64 = obj.extract()?;
-        return Ok(Some(core(BlobDim::from_index(v))?));
-    }
-    Ok(None)
-}
-
-/// An axis argument: an int (a NumPy axis; negative counts from the end)
-/// or a `bc.Dim` (a NeoML named dim, on the blob padded to 7 dims).
-#[derive(Clone, Copy)]
-pub(crate) enum Axis {
-    At(isize),
-    Named(BlobDim),
-}
-
-impl Axis {
-    pub(crate) fn of(obj: &Bound<'_, PyAny>) -> PyResult<Axis> {
-        match as_named_dim(obj)? {
-            Some(d) => Ok(Axis::Named(d)),
-            None => obj.extract::<isize>().map(Axis::At).map_err(|_| raise("OutOfRangeError", format!("axis must be an int or a bc.Dim, not {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()))),
-        }
-    }
-}
-
-/// Two axes of one kind: both ints or both `bc.Dim`s.
-pub(crate) fn axis_pair(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Result<(isize, isize), (BlobDim, BlobDim)>> {
-    match (Axis::of(a)?, Axis::of(b)?) {
-        (Axis::At(x), Axis::At(y)) => Ok(Ok((x, y))),
-        (Axis::Named(x), Axis::Named(y)) => Ok(Err((x, y))),
-        _ => Err(raise("InvalidArgumentError", "give two ints (NumPy axes) or two bc.Dim members (named dims), not one of each")),
-    }
-}
-
-/// Runs `f` with the GIL released unless the blob is small (then the
-/// release would cost more than the work).
-pub(crate) fn run<T: Send>(py: Python<'_>, small: bool, f: impl FnOnce() -> blobcore::Result<T> + Send) -> PyResult<T> {
-    if small {
-        core(f())
-    } else {
-        core(py.detach(f))
-    }
 }
 
 /// The iterator of `iter(blob)`: row `i` is made when it is asked for.

@@ -2,7 +2,9 @@
 //! behind `Blob.save_*` / `Blob.to_*_bytes`. Paths may be `str` or any
 //! `os.PathLike`; file I/O and decoding run with the GIL released.
 
-use crate::blob::{engine_of, run, PyBlob, PyEngine};
+use crate::engine::{engine_of, PyEngine};
+use crate::gil::run;
+use crate::handle::PyBlob;
 use crate::errors::raise;
 use blobcore::{Blob, Engine};
 use pyo3::prelude::*;

@@ -1,6 +1,9 @@
 //! Module-level functions: merge/split, DLPack import, file loaders.
 
-use crate::blob::{engine_of, run, Axis, PyBlob, PyEngine};
+use crate::args::Axis;
+use crate::engine::{engine_of, PyEngine};
+use crate::gil::run;
+use crate::handle::PyBlob;
 use crate::dlpack;
 use crate::errors::raise;
 use blobcore::Blob;
@@ -73,14 +76,14 @@ pub fn split(py: Python<'_>, blob: PyRef<'_, PyBlob>, parts: &Bound<'_, PyAny>, 
     let a = axis_or_0(axis)?;
     let s = b.is_small();
     let out = if let Ok(n) = parts.extract::<i64>() {
-        let n = crate::blob::uidx(n, "number of parts")?;
+        let n = crate::args::uidx(n, "number of parts")?;
         run(py, s, move || match a {
             Axis::At(a) => b.split_equal(a, n),
             Axis::Named(d) => b.split_equal_dim(d, n),
         })?
     } else {
         let sizes: Vec<i64> = parts.extract().map_err(|_| raise("InvalidArgumentError", "parts must be an int or a list of sizes"))?;
-        let sizes = sizes.iter().map(|&x| crate::blob::uidx(x, "part size")).collect::<PyResult<Vec<_>>>()?;
+        let sizes = sizes.iter().map(|&x| crate::args::uidx(x, "part size")).collect::<PyResult<Vec<_>>>()?;
         run(py, s, move || match a {
             Axis::At(a) => b.split_sizes(a, &sizes),
             Axis::Named(d) => b.split_sizes_dim(d, &sizes),

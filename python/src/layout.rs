@@ -1,6 +1,6 @@
 //! `bc.Layout`, `bc.layout_by_dims`, `bc.BlockingDesc`, `bc.TensorDesc`.
 
-use crate::blob::uidx;
+use crate::args::uidx;
 use crate::dtypes;
 use crate::errors::core;
 use blobcore::{BlockingDesc, Layout, TensorDesc};
@@ -120,7 +120,7 @@ impl PyTensorDesc {
     #[pyo3(signature = (dtype, dims, layout_or_blocking=None))]
     fn new(dtype: &Bound<'_, PyAny>, dims: Vec<i64>, layout_or_blocking: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let dt = dtypes::from_py(Some(dtype))?;
-        let dims = crate::blob::udims(&dims)?;
+        let dims = crate::args::udims(&dims)?;
         let d = match layout_or_blocking {
             Some(o) if o.cast::<PyBlockingDesc>().is_ok() => {
                 let b = o.cast::<PyBlockingDesc>()?.get().b.clone();
@@ -174,7 +174,7 @@ impl PyTensorDesc {
             Some(l) if !l.is_none() => layout_from_py(l)?,
             _ => Layout::Any,
         };
-        Ok(PyTensorDesc { d: core(self.d.reshape(&crate::blob::udims(&dims)?, l))? })
+        Ok(PyTensorDesc { d: core(self.d.reshape(&crate::args::udims(&dims)?, l))? })
     }
 
     /// Re-lays the same dims out in a named layout (the rank must fit).

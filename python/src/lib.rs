@@ -3,15 +3,19 @@
 //! `blobcore` crate. The package `blobcore` (python/blobcore/) re-exports
 //! it with the exception classes, dtypes and `Dim`.
 
+mod args;
 mod arrays;
 mod blob;
 mod buffers;
 mod dlpack;
 mod dtypes;
+mod engine;
 mod errors;
 mod exports;
 mod formats;
 mod functions;
+mod gil;
+mod handle;
 mod indexing;
 mod layout;
 mod weights;
@@ -21,10 +25,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", blobcore::VERSION)?;
-    m.add_class::<blob::PyBlob>()?;
+    m.add_class::<handle::PyBlob>()?;
     m.add_class::<blob::BlobIter>()?;
-    m.add_class::<blob::PyEngine>()?;
-    m.add_class::<blob::PyEngineStats>()?;
+    m.add_class::<engine::PyEngine>()?;
+    m.add_class::<engine::PyEngineStats>()?;
     m.add_class::<buffers::BufferContext>()?;
     m.add_class::<buffers::Held>()?;
     m.add_class::<layout::PyBlockingDesc>()?;

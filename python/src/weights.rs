@@ -2,7 +2,9 @@
 //! dicts of blobs. The formats, the memory maps and every check live in
 //! `blobcore` (`BlobMap`); this module converts between dicts and maps.
 
-use crate::blob::{engine_of, run, PyBlob, PyEngine};
+use crate::engine::{engine_of, PyEngine};
+use crate::gil::run;
+use crate::handle::PyBlob;
 use crate::errors::raise;
 use blobcore::{Blob, BlobMap};
 use pyo3::prelude::*;

@@ -1,0 +1,139 @@
+//! `bc.Engine` and `bc.EngineStats`, and the engine argument of every
+//! constructor.
+
+use crate::errors::core;
+use blobcore::Engine;
+use pyo3::prelude::*;
+
+/// Where blobs live and run. ``Engine.cpu()`` is the default everywhere an
+/// ``engine`` argument is accepted.
+#[pyclass(name = "Engine", module = "blobcore", frozen)]
+pub struct PyEngine {
+    pub(crate) e: Engine,
+}
+
+#[pymethods]
+impl PyEngine {
+    /// The CPU engine (one shared engine; every call returns it).
+    #[staticmethod]
+    fn cpu() -> Self {
+        PyEngine { e: Engine::cpu() }
+    }
+
+    /// A GPU engine on the adapter whose name contains ``adapter`` (any
+    /// adapter when None). Raises ``DeviceError`` when there is none.
+    #[staticmethod]
+    #[pyo3(signature = (adapter=None))]
+    fn gpu(adapter: Option<&str>) -> PyResult<Self> {
+        Ok(PyEngine { e: core(Engine::gpu(adapter))? })
+    }
+
+    /// The engine's name ("cpu" or "gpu").
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.e.name()
+    }
+
+    /// The GPU adapter's name (None for the CPU engine).
+    #[getter]
+    fn adapter(&self) -> Option<String> {
+        self.e.adapter_name()
+    }
+
+    /// The default engine: what ``engine=None`` means (the CPU unless
+    /// ``set_default`` or the ``BLOBCORE_ENGINE`` environment variable
+    /// chose another).
+    #[staticmethod]
+    fn default() -> PyResult<Self> {
+        Ok(PyEngine { e: core(Engine::default_engine())? })
+    }
+
+    /// Makes ``engine`` the default engine for every later call that
+    /// passes ``engine=None``.
+    #[staticmethod]
+    fn set_default(engine: PyRef<'_, PyEngine>) {
+        Engine::set_default(&engine.e);
+    }
+
+    /// Transfer and kernel counters since the engine was created (or
+    /// ``reset_stats``): ``bytes_uploaded``, ``bytes_downloaded``,
+    /// ``uploads``, ``downloads`` (blob data moved between host and device,
+    /// one per head transition that needs a copy) and ``kernels`` (compute
+    /// dispatches and device copies). All zero for the CPU engine.
+    fn stats(&self) -> PyEngineStats {
+        PyEngineStats { s: self.e.stats() }
+    }
+
+    /// Sets the counters back to zero.
+    fn reset_stats(&self) {
+        self.e.reset_stats();
+    }
+
+    fn __repr__(&self) -> String {
+        match self.e.adapter_name() {
+            Some(a) => format!("blobcore.Engine.gpu({a:?})"),
+            None => format!("blobcore.Engine.{}()", self.e.name()),
+        }
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<PyEngine>().is_ok_and(|o| o.get().e.same(&self.e))
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.e.name().len() as u64
+    }
+}
+
+/// An engine's counters at one moment (``Engine.stats()``).
+#[pyclass(name = "EngineStats", module = "blobcore", frozen, eq)]
+#[derive(PartialEq)]
+pub struct PyEngineStats {
+    s: blobcore::EngineStats,
+}
+
+#[pymethods]
+impl PyEngineStats {
+    /// Bytes copied host to device.
+    #[getter]
+    fn bytes_uploaded(&self) -> u64 {
+        self.s.bytes_uploaded
+    }
+    /// Bytes copied device to host.
+    #[getter]
+    fn bytes_downloaded(&self) -> u64 {
+        self.s.bytes_downloaded
+    }
+    /// Host-to-device copies.
+    #[getter]
+    fn uploads(&self) -> u64 {
+        self.s.uploads
+    }
+    /// Device-to-host copies.
+    #[getter]
+    fn downloads(&self) -> u64 {
+        self.s.downloads
+    }
+    /// Kernels dispatched and device copies queued.
+    #[getter]
+    fn kernels(&self) -> u64 {
+        self.s.kernels
+    }
+    fn __repr__(&self) -> String {
+        let s = &self.s;
+        format!(
+            "blobcore.EngineStats(bytes_uploaded={}, bytes_downloaded={}, uploads={}, downloads={}, kernels={})",
+            s.bytes_uploaded, s.bytes_downloaded, s.uploads, s.downloads, s.kernels
+        )
+    }
+}
+
+/// The engine given, or the default one (``bc.set_default_engine``, or
+/// the ``BLOBCORE_ENGINE`` environment variable; the CPU otherwise).
+pub(crate) fn engine_of(e: Option<PyRef<'_, PyEngine>>) -> PyResult<Engine> {
+    match e {
+        Some(e) => Ok(e.e.clone()),
+        None => core(Engine::default_engine()),
+    }
+}
+
