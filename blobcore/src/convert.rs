@@ -119,16 +119,18 @@ pub(crate) fn round_float(neg: bool, mag: u64, exp: i32, fmt: Format) -> u64 {
     let r: u64 = if shift <= 0 {
         // Exact: fewer significant bits than the mantissa holds.
         mag << (-shift) as u32
-    } else if shift >= 66 {
-        0 // far below half the smallest subnormal
-    } else {
-        let m = mag as u128;
+    } else if shift < 64 {
         let s = shift as u32;
-        let kept = m >> s;
-        let rest = m & ((1u128 << s) - 1);
-        let half = 1u128 << (s - 1);
+        let kept = mag >> s;
+        let rest = mag & ((1u64 << s) - 1);
+        let half = 1u64 << (s - 1);
         let up = rest > half || (rest == half && kept & 1 == 1);
-        (kept + up as u128) as u64
+        kept + up as u64
+    } else {
+        // Nothing is kept; only above half of 2^shift (2^63 when shift is
+        // 64, beyond any u64 when it is larger) rounds up, and the tie
+        // goes to the even 0.
+        (shift == 64 && mag > 1u64 << 63) as u64
     };
     // Subnormals (q at its minimum, r below 2^mb) encode with a zero
     // exponent field; a carry into 2^mb or 2^(mb+1) lands in the exponent
