@@ -52,7 +52,7 @@ pub(crate) struct State {
     pub(crate) view: Option<View>,
     /// A non-default layout (blocked, strided, padded, a region); None for
     /// dense row-major data, which is what every fast path assumes.
-    pub(crate) desc: Option<TensorDesc>,
+    pub(crate) desc: Option<Box<TensorDesc>>,
 }
 
 pub(crate) struct View {
@@ -386,6 +386,7 @@ impl HostMut {
 impl Blob {
     // ----------------------------------------------------------------- creation
 
+    #[inline]
     fn from_parts(engine: &Engine, dtype: DType, state: State, companion: bool) -> Blob {
         Blob {
             inner: Arc::new(BlobInner {
@@ -420,7 +421,7 @@ impl Blob {
             .checked_mul(desc.dtype().size())
             .filter(|&b| isize::try_from(b).is_ok())
             .ok_or_else(|| err!(Shape, "{desc} needs more memory than can be addressed"))?;
-        let state = State { capacity: shape.count(), shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, view: None, desc: Some(desc.clone()) };
+        let state = State { capacity: shape.count(), shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, view: None, desc: Some(Box::new(desc.clone())) };
         Ok(Blob::from_parts(engine, desc.dtype(), state, false))
     }
 
@@ -618,6 +619,7 @@ impl Blob {
     // ---------------------------------------------------------------- internals
 
     /// A new blob (a view) on this blob's engine and dtype with `state`.
+    #[inline]
     pub(crate) fn derived(&self, state: State) -> Blob {
         Blob::from_parts(&self.inner.engine, self.dtype(), state, false)
     }
@@ -713,7 +715,7 @@ impl Blob {
     pub fn desc(&self) -> TensorDesc {
         let st = self.state();
         match &st.desc {
-            Some(d) => d.clone(),
+            Some(d) => (**d).clone(),
             // A Shape is always a valid dense desc (rank and count checked).
             None => TensorDesc::dense(self.dtype(), st.shape.dims()).unwrap_or_else(|_| unreachable_desc()),
         }

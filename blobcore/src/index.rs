@@ -97,6 +97,7 @@ fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: us
 }
 
 /// Applies `key` to a view of `dims` with element `strides`.
+#[inline]
 pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<Plan> {
     let ellipses = key.iter().filter(|k| **k == Index::Ellipsis).count();
     if ellipses > 1 {
@@ -216,6 +217,7 @@ pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[isize
 impl Blob {
     /// The element strides and offset of this blob's logical dims (row-major
     /// for dense blobs); blocked layouts have none.
+    #[inline]
     fn element_strides(&self, st: &State) -> Result<(Axes<isize>, usize)> {
         match &st.desc {
             None => {
@@ -237,6 +239,7 @@ impl Blob {
     }
 
     /// A view of the elements at `plan` (strides of either sign).
+    #[inline]
     fn view_of(&self, st: &State, base: usize, p: &Plan, kind: ViewKind) -> Result<Blob> {
         let shape = Shape::new(&p.dims)?;
         // The storage offset of element 0.
@@ -245,7 +248,7 @@ impl Blob {
             .ok_or_else(|| err!(Internal, "indexed offset below the storage"))?;
         let count = shape.count();
         let dense = count == 0 || crate::layout::is_row_major(&p.dims, &p.strides, 1);
-        let desc = if dense { None } else { Some(strided_desc(self.dtype(), &p.dims, &p.strides)?) };
+        let desc = if dense { None } else { Some(Box::new(strided_desc(self.dtype(), &p.dims, &p.strides)?)) };
         let span = match &desc {
             Some(d) => d.span()?,
             None => count,
@@ -370,11 +373,12 @@ impl Blob {
         if count > 0 && (offset + desc.span()?) * self.dtype().size() > st.storage.len() {
             return Err(err!(Internal, "blocked view exceeds the storage"));
         }
-        let state = State { capacity: count, shape, storage: Arc::clone(&st.storage), offset, view: Some(View { parent: self.clone(), kind }), desc: Some(desc) };
+        let state = State { capacity: count, shape, storage: Arc::clone(&st.storage), offset, view: Some(View { parent: self.clone(), kind }), desc: Some(Box::new(desc)) };
         Ok(self.derived(state))
     }
 
     /// The plan of `key` and this blob's base offset.
+    #[inline]
     fn index_plan(&self, st: &State, key: &[Index]) -> Result<(Plan, usize)> {
         let (strides, base) = self.element_strides(st)?;
         Ok((plan(st.shape.dims(), &strides, key)?, base))

@@ -201,14 +201,18 @@ pub fn is_row_major(dims: &[usize], strides: &[isize], unit: usize) -> bool {
 /// How blocked dims are laid out in memory (OpenVINO `BlockingDesc`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BlockingDesc {
-    blk_dims: Vec<usize>,
-    order: Vec<usize>,
+    blk_dims: Inline<usize>,
+    order: Inline<usize>,
     offset_padding: usize,
-    offsets_to_data: Vec<usize>,
+    offsets_to_data: Inline<usize>,
     /// Element strides; negative only in strided views (NumPy's reversed
     /// axes), whose `offset_padding` then reaches the lowest element.
-    strides: Vec<isize>,
+    strides: Inline<isize>,
 }
+
+/// Per-blocked-dim values, inline up to eight entries (every planar rank
+/// and the usual blocked ones), so that a view's desc allocates nothing.
+type Inline<T> = smallvec::SmallVec<[T; 8]>;
 
 fn dense_strides(blk_dims: &[usize]) -> Result<Vec<usize>> {
     let mut strides = vec![0usize; blk_dims.len()];
@@ -267,7 +271,7 @@ impl BlockingDesc {
         if strides.len() != n {
             return Err(err!(Shape, "{} strides given for {n} blocked dims", strides.len()));
         }
-        let offsets = if dim_offsets.is_empty() { vec![0; n] } else { dim_offsets.to_vec() };
+        let offsets: Inline<usize> = if dim_offsets.is_empty() { smallvec::smallvec![0; n] } else { dim_offsets.into() };
         if offsets.len() != n {
             return Err(err!(Shape, "{} dim offsets given for {n} blocked dims", offsets.len()));
         }
@@ -284,8 +288,8 @@ impl BlockingDesc {
         let strides = strides
             .iter()
             .map(|&s| isize::try_from(s).map_err(|_| err!(Shape, "stride {s} is too large")))
-            .collect::<Result<Vec<isize>>>()?;
-        let b = BlockingDesc { blk_dims: blk_dims.to_vec(), order: order.to_vec(), offset_padding, offsets_to_data: offsets, strides };
+            .collect::<Result<Inline<isize>>>()?;
+        let b = BlockingDesc { blk_dims: blk_dims.into(), order: order.into(), offset_padding, offsets_to_data: offsets, strides };
         b.span()?;
         Ok(b)
     }
@@ -309,11 +313,11 @@ impl BlockingDesc {
             }
         }
         let b = BlockingDesc {
-            blk_dims: blk_dims.to_vec(),
-            order: order.to_vec(),
+            blk_dims: blk_dims.into(),
+            order: order.into(),
             offset_padding: below,
-            offsets_to_data: vec![0; n],
-            strides: strides.to_vec(),
+            offsets_to_data: smallvec::smallvec![0; n],
+            strides: strides.into(),
         };
         b.span()?;
         Ok(b)
@@ -387,7 +391,7 @@ impl BlockingDesc {
     /// True for the plain dense row-major blocking of `dims`.
     pub fn is_default_for(&self, dims: &[usize]) -> bool {
         self.order.iter().copied().eq(0..dims.len())
-            && self.blk_dims == dims
+            && self.blk_dims[..] == *dims
             && self.offset_padding == 0
             && self.offsets_to_data.iter().all(|&o| o == 0)
             && dense_strides(dims).is_ok_and(|s| s.iter().zip(&self.strides).all(|(&a, &b)| a as isize == b) || dims.contains(&0) || dims.iter().product::<usize>() <= 1)
@@ -398,7 +402,7 @@ impl BlockingDesc {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TensorDesc {
     dtype: DType,
-    dims: Vec<usize>,
+    dims: Inline<usize>,
     layout: Layout,
     blocking: BlockingDesc,
 }
@@ -407,7 +411,7 @@ impl TensorDesc {
     /// A desc with a named layout (ANY and BLOCKED mean row-major).
     pub fn new(dtype: DType, dims: &[usize], layout: Layout) -> Result<TensorDesc> {
         let blocking = BlockingDesc::from_layout(dims, layout)?;
-        Ok(TensorDesc { dtype, dims: dims.to_vec(), layout, blocking })
+        Ok(TensorDesc { dtype, dims: dims.into(), layout, blocking })
     }
 
     /// The default dense row-major desc of `dims`.
@@ -449,7 +453,7 @@ impl TensorDesc {
             return Err(err!(OutOfRange, "order entry {bad} is out of range for rank {rank}"));
         }
         let layout = infer_layout(dims, b);
-        Ok(TensorDesc { dtype, dims: dims.to_vec(), layout, blocking })
+        Ok(TensorDesc { dtype, dims: dims.into(), layout, blocking })
     }
 
     /// The element type.
@@ -577,10 +581,10 @@ impl TensorDesc {
         if !self.is_planar() {
             return Err(err!(Unsupported, "regions of blocked layouts ({}) are not supported; reorder to a planar layout first", self.layout));
         }
-        let dims: Vec<usize> = (0..rank).map(|a| end[a] - begin[a]).collect();
+        let dims: Inline<usize> = (0..rank).map(|a| end[a] - begin[a]).collect();
         let b = &self.blocking;
-        let blk: Vec<usize> = b.order.iter().map(|&d| dims[d]).collect();
-        let offs: Vec<usize> = b.order.iter().zip(&b.offsets_to_data).map(|(&d, &o)| o + begin[d]).collect();
+        let blk: Inline<usize> = b.order.iter().map(|&d| dims[d]).collect();
+        let offs: Inline<usize> = b.order.iter().zip(&b.offsets_to_data).map(|(&d, &o)| o + begin[d]).collect();
         let blocking = BlockingDesc { blk_dims: blk, order: b.order.clone(), offset_padding: b.offset_padding, offsets_to_data: offs, strides: b.strides.clone() };
         let layout = if self.layout == Layout::Blocked { Layout::Blocked } else { infer_layout(&dims, &blocking) };
         Ok(TensorDesc { dtype: self.dtype, dims, layout: if self.layout == Layout::Any { Layout::Any } else { layout }, blocking })

@@ -107,7 +107,7 @@ impl Blob {
     pub fn region(&self, begin: &[usize], end: &[usize]) -> Result<Blob> {
         let st = self.state();
         let desc = match &st.desc {
-            Some(d) => d.clone(),
+            Some(d) => (**d).clone(),
             None => TensorDesc::dense(self.dtype(), st.shape.dims())?,
         };
         if !desc.is_planar() {
@@ -133,7 +133,7 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Region { begin: begin.to_vec() } }),
-            desc: if r.is_dense() { None } else { Some(r) },
+            desc: if r.is_dense() { None } else { Some(Box::new(r)) },
         };
         drop(st);
         Ok(self.derived(state))

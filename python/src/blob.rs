@@ -9,6 +9,7 @@ use crate::buffers::{BufferContext, Held, Mode};
 use crate::indexing::{self, Key};
 use crate::dlpack;
 use crate::dtypes;
+use crate::npyapi;
 use crate::errors::{core, raise};
 use crate::exports::{self, Foreign};
 use blobcore::{Blob, Engine, Shape};
@@ -886,18 +887,17 @@ impl PyBlob {
             }
         }
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        // A blocked layout has no strides DLPack could carry: a consumer
-        // that allows a copy (copy=None, the default) gets one.
-        let copied = copy == Some(true) || (copy.is_none() && self.b.is_blocked());
-        // What cannot be exported is a BufferError (the array API's word).
-        let b = if copied { self.b.copy().map_err(|e| PyBufferError::new_err(e.to_string()))? } else { self.b.clone() };
-        if !b.is_writable() && !versioned {
-            return Err(PyBufferError::new_err(
-                "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
-            ));
-        }
-        let flags = if copied { blobcore::dlpack::DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 };
+        let (b, flags) = dlpack::exported(&self.b, copy, versioned)?;
         dlpack::produce(py, &b, versioned, flags)
+    }
+
+    /// DLPack 1.3's C exchange API: a capsule named
+    /// ``"dlpack_exchange_api"`` holding a ``DLPackExchangeAPI`` table
+    /// (exports and imports as ``__dlpack__`` / ``bc.from_dlpack`` do,
+    /// without the Python round trip). Looked up on the type.
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::exchange::capsule(py)
     }
 
     /// NumPy 2's array protocol: an ndarray sharing the blob's memory
@@ -920,12 +920,15 @@ impl PyBlob {
         let b = &slf.get().b;
         match indexing::parse(key)? {
             Key::Basic(k) => {
-                let scalar = indexing::selects_scalar(&k, b.rank());
-                let v = Bound::new(py, Self::new(core(b.index(&k))?))?;
-                if scalar {
+                if let Some(at) = indexing::element_of(&k, b.rank()) {
+                    // One element: read it in place and make NumPy's scalar.
+                    if let Some(v) = npyapi::scalar(py, &core(b.get_element(&at))?)? {
+                        return Ok(v);
+                    }
+                    let v = Bound::new(py, Self::new(core(b.index(&k))?))?;
                     return arrays::array_of(&v, None, None)?.get_item(PyTuple::empty(py));
                 }
-                Ok(v.into_any())
+                Ok(Bound::new(py, Self::new(core(b.index(&k))?))?.into_any())
             }
             Key::Advanced => {
                 let picked = arrays::array_of(slf, None, None)?.get_item(key)?;
@@ -950,7 +953,20 @@ impl PyBlob {
         }
         match indexing::parse(key)? {
             Key::Basic(k) => {
+                // A plain Python number, converted once as NumPy converts
+                // it, stored in place (one element) or filled (a small view).
+                let plain = indexing::is_plain_scalar(value);
+                if let Some(at) = indexing::element_of(&k, b.rank()).filter(|_| plain) {
+                    if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                        return core(b.set_element(&at, &s));
+                    }
+                }
                 let view = core(b.index(&k))?;
+                if plain && view.is_small() {
+                    if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                        return core(view.fill_element(&s));
+                    }
+                }
                 let src = arrays::assigned_value(py, value, &view)?;
                 run(py, view.is_small(), move || view.copy_from(&src))
             }

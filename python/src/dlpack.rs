@@ -35,6 +35,22 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
     }
 }
 
+/// What `__dlpack__(copy=copy)` exports of `b` and the flags to mark it
+/// with: a copy when asked for (`copy=True`) or when a blocked layout has
+/// no strides DLPack could carry (`copy=None`). A read-only blob needs a
+/// versioned consumer, which can be told. Failures are BufferErrors (the
+/// array API's word).
+pub fn exported(b: &Blob, copy: Option<bool>, versioned: bool) -> PyResult<(Blob, u64)> {
+    let copied = copy == Some(true) || (copy.is_none() && b.is_blocked());
+    let out = if copied { b.copy().map_err(|e| pyo3::exceptions::PyBufferError::new_err(e.to_string()))? } else { b.clone() };
+    if !out.is_writable() && !versioned {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
+        ));
+    }
+    Ok((out, if copied { blobcore::dlpack::DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 }))
+}
+
 /// A DLPack capsule of `b`: versioned (the core's `to_dlpack` with
 /// `flags`) or legacy.
 pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, flags: u64) -> PyResult<Py<PyAny>> {

@@ -10,7 +10,7 @@ use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
 /// A parsed key: basic entries the core handles, or an advanced key
 /// (integer or boolean arrays) that makes a copy through NumPy.
 pub enum Key {
-    Basic(Vec<Index>),
+    Basic(smallvec::SmallVec<[Index; 8]>),
     Advanced,
 }
 
@@ -83,9 +83,9 @@ fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
 /// Parses `key` (one entry or a tuple of them).
 pub fn parse(key: &Bound<'_, PyAny>) -> PyResult<Key> {
     let Ok(t) = key.cast::<PyTuple>() else {
-        return Ok(entry(key)?.map_or(Key::Advanced, |e| Key::Basic(vec![e])));
+        return Ok(entry(key)?.map_or(Key::Advanced, |e| Key::Basic(smallvec::smallvec![e])));
     };
-    let mut out = Vec::with_capacity(t.len());
+    let mut out = smallvec::SmallVec::with_capacity(t.len());
     for item in t.iter() {
         match entry(&item)? {
             Some(e) => out.push(e),
@@ -95,8 +95,20 @@ pub fn parse(key: &Bound<'_, PyAny>) -> PyResult<Key> {
     Ok(Key::Basic(out))
 }
 
-/// True when every entry is an integer and they index every axis: NumPy
-/// then returns a scalar, not an array.
-pub fn selects_scalar(key: &[Index], rank: usize) -> bool {
-    key.len() == rank && key.iter().all(|k| matches!(k, Index::At(_)))
+/// The integers of a key that has one integer per axis and nothing else
+/// (NumPy then returns a scalar, not an array); None otherwise.
+pub fn element_of(key: &[Index], rank: usize) -> Option<smallvec::SmallVec<[i64; 8]>> {
+    if key.len() != rank {
+        return None;
+    }
+    key.iter().map(|k| if let Index::At(i) = k { Some(*i) } else { None }).collect()
+}
+
+/// True for the Python values `b[key] = value` converts itself (exact
+/// `float`, `int` and `bool`, through NumPy's own conversion); anything
+/// else (arrays, sequences, blobs, NumPy scalars) goes through an ndarray.
+pub fn is_plain_scalar(value: &Bound<'_, PyAny>) -> bool {
+    value.is_exact_instance_of::<pyo3::types::PyFloat>()
+        || value.is_exact_instance_of::<PyInt>()
+        || value.is_exact_instance_of::<pyo3::types::PyBool>()
 }

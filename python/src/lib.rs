@@ -11,6 +11,7 @@ mod dlpack;
 mod dtypes;
 mod engine;
 mod errors;
+mod exchange;
 mod exports;
 mod formats;
 mod functions;
@@ -18,6 +19,7 @@ mod gil;
 mod handle;
 mod indexing;
 mod layout;
+mod npyapi;
 mod weights;
 
 use pyo3::prelude::*;

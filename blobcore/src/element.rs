@@ -1,0 +1,203 @@
+//! One element at a time: `b[1, 2, 3]` read and written without building a
+//! view blob, and a fill with one element's exact bit pattern.
+//!
+//! A [`Scalar`] is one element's bytes as stored (little-endian, the
+//! dtype's size). Bindings convert their language's values into a
+//! `Scalar` with the semantics their users expect (NumPy's `a[i] = v` in
+//! Python) and hand it over; the core locates the element in any layout
+//! (dense, strided view, blocked), checks bounds and writability, and
+//! moves the bytes under the storage lock (GPU-resident data is brought
+//! to the host first, as for every host read).
+
+use crate::blob::{Blob, State};
+use crate::dtype::{dispatch, DType};
+use crate::error::{err, Result};
+use crate::Element;
+
+/// The widest element (u64, i64, f64), in bytes.
+const WIDEST: usize = 8;
+
+/// One element's bytes, as stored, with its dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scalar {
+    dtype: DType,
+    bytes: [u8; WIDEST],
+}
+
+impl Scalar {
+    /// A scalar of `dtype` from its stored bytes (exactly the dtype's size).
+    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Result<Scalar> {
+        if bytes.len() != dtype.size() {
+            return Err(err!(InvalidArgument, "{} bytes given for one {} element ({} bytes)", bytes.len(), dtype.name(), dtype.size()));
+        }
+        let mut b = [0u8; WIDEST];
+        b[..bytes.len()].copy_from_slice(bytes);
+        Ok(Scalar { dtype, bytes: b })
+    }
+
+    /// A scalar holding `value` (any element type).
+    pub fn of<T: Element>(value: T) -> Scalar {
+        let mut b = [0u8; WIDEST];
+        // SAFETY: every Element is plain data of at most WIDEST bytes with
+        // no padding (the trait's contract), so its bytes may be read.
+        let src = unsafe { std::slice::from_raw_parts(&value as *const T as *const u8, std::mem::size_of::<T>()) };
+        b[..src.len()].copy_from_slice(src);
+        Scalar { dtype: T::DTYPE, bytes: b }
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The stored bytes (the dtype's size).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.dtype.size()]
+    }
+
+    /// The value widened to a double (exact but for 64-bit integers beyond 2^53).
+    pub fn to_f64(&self) -> f64 {
+        dispatch!(self.dtype, T => self.get::<T>().to_f64())
+    }
+
+    fn get<T: Element>(&self) -> T {
+        // SAFETY: `bytes` holds size_of::<T>() initialized bytes of a T
+        // (callers dispatch on `self.dtype`, whose element type is T), and
+        // read_unaligned allows the byte array's alignment.
+        unsafe { std::ptr::read_unaligned(self.bytes.as_ptr() as *const T) }
+    }
+}
+
+impl Blob {
+    /// The storage byte offset of the element at `at` (one integer per
+    /// axis; negative counts from the end, as in NumPy).
+    fn element_byte(&self, st: &State, at: &[i64]) -> Result<usize> {
+        let dims = st.shape.dims();
+        if at.len() != dims.len() {
+            return Err(err!(OutOfRange, "{} indices given for a blob of rank {}", at.len(), dims.len()));
+        }
+        let mut index = [0usize; crate::shape::MAX_RANK];
+        for (a, (&i, &n)) in at.iter().zip(dims).enumerate() {
+            let k = if i < 0 { i.checked_add(n as i64) } else { Some(i) };
+            index[a] = match k {
+                Some(k) if k >= 0 && (k as u64) < n as u64 => k as usize,
+                _ => return Err(err!(OutOfRange, "index {i} is out of bounds for axis {a} with size {n}")),
+            };
+        }
+        let index = &index[..dims.len()];
+        let element = match &st.desc {
+            None => index.iter().zip(dims).fold(0usize, |acc, (&i, &n)| acc * n + i),
+            Some(d) => d.offset_index(index)?,
+        };
+        Ok((st.offset + element) * self.dtype().size())
+    }
+
+    /// The element at `at` (NumPy `b[i, j, k]` with one integer per axis;
+    /// negative indices count from the end). Out-of-bounds indices are
+    /// `OutOfRange`.
+    pub fn get_element(&self, at: &[i64]) -> Result<Scalar> {
+        let st = self.state();
+        let start = self.element_byte(&st, at)?;
+        let size = self.dtype().size();
+        st.storage.with_locked(start, start + size, false, |base| {
+            // SAFETY: with_locked checked start + size <= the storage's
+            // length and holds its lock, so no writer runs while we copy.
+            let src = unsafe { std::slice::from_raw_parts(base.as_ptr().add(start), size) };
+            Scalar::from_bytes(self.dtype(), src)
+        })?
+    }
+
+    /// Stores `value` into the element at `at`. The scalar's dtype must
+    /// be the blob's (convert first: the binding does, with its
+    /// language's rules); read-only blobs are `ReadOnly`. Nothing changes
+    /// on error.
+    pub fn set_element(&self, at: &[i64], value: &Scalar) -> Result<()> {
+        self.check_scalar(value)?;
+        let st = self.state();
+        let start = self.element_byte(&st, at)?;
+        let bytes = value.bytes();
+        st.storage.with_locked(start, start + bytes.len(), true, |base| {
+            // SAFETY: with_locked checked the range lies in the storage,
+            // that it is writable and that no live borrow overlaps it, and
+            // holds the lock while we copy.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr().add(start), bytes.len()) }
+        })
+    }
+
+    /// Sets every element to `value`'s exact bit pattern (its dtype must
+    /// be the blob's), in any layout.
+    pub fn fill_element(&self, value: &Scalar) -> Result<()> {
+        self.check_scalar(value)?;
+        if !self.is_dense() {
+            return self.through_dense(true, |d| d.fill_element(value));
+        }
+        self.with_write(|w| {
+            dispatch!(self.dtype(), T => {
+                let v: T = value.get::<T>();
+                w.typed_mut::<T>().fill(v);
+            })
+        })
+    }
+
+    fn check_scalar(&self, value: &Scalar) -> Result<()> {
+        if value.dtype() != self.dtype() {
+            return Err(err!(DType, "a {} scalar cannot be stored in a {} blob without a cast", value.dtype().name(), self.dtype().name()));
+        }
+        if !self.is_writable() {
+            return Err(err!(ReadOnly, "the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BlockingDesc, Engine, Index, TensorDesc};
+
+    fn ramp(dims: &[usize]) -> Blob {
+        let n: usize = dims.iter().product();
+        Blob::from_slice(&Engine::cpu(), dims, &(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn reads_and_writes_through_every_layout() {
+        let b = ramp(&[3, 4, 5]);
+        assert_eq!(b.get_element(&[1, 2, 3]).unwrap().to_f64(), 33.0);
+        assert_eq!(b.get_element(&[-1, -1, -1]).unwrap().to_f64(), 59.0);
+        // A reversed, strided view reads the parent's elements.
+        let v = b.index(&[Index::Range { start: None, stop: None, step: Some(-2) }, Index::At(1)]).unwrap();
+        assert_eq!(v.get_element(&[0, 4]).unwrap().to_f64(), 49.0);
+        v.set_element(&[1, 0], &Scalar::of(-7f32)).unwrap();
+        assert_eq!(b.get_element(&[0, 1, 0]).unwrap().to_f64(), -7.0);
+        // A blocked layout.
+        let blk = BlockingDesc::new(&[1, 2, 2, 2, 8], &[0, 1, 2, 3, 1]).unwrap();
+        let c = Blob::with_desc(&Engine::cpu(), &TensorDesc::with_blocking(crate::DType::F32, &[1, 16, 2, 2], blk).unwrap()).unwrap();
+        c.reorder_from(&ramp(&[1, 16, 2, 2])).unwrap();
+        assert_eq!(c.get_element(&[0, 9, 1, 0]).unwrap().to_f64(), 38.0);
+        c.fill_element(&Scalar::of(2f32)).unwrap();
+        assert_eq!(c.get_element(&[0, 15, 1, 1]).unwrap().to_f64(), 2.0);
+    }
+
+    #[test]
+    fn bad_input_changes_nothing() {
+        let b = ramp(&[2, 3]);
+        assert_eq!(b.get_element(&[2, 0]).unwrap_err().code(), crate::Error::OutOfRange(String::new()).code());
+        assert_eq!(b.get_element(&[0, -4]).unwrap_err().code(), crate::Error::OutOfRange(String::new()).code());
+        assert_eq!(b.get_element(&[0]).unwrap_err().code(), crate::Error::OutOfRange(String::new()).code());
+        assert_eq!(b.get_element(&[i64::MIN, 0]).unwrap_err().code(), crate::Error::OutOfRange(String::new()).code());
+        assert!(b.set_element(&[0, 0], &Scalar::of(1f64)).is_err());
+        assert!(b.fill_element(&Scalar::of(1u8)).is_err());
+        assert!(Scalar::from_bytes(crate::DType::F32, &[0; 3]).is_err());
+        assert_eq!(b.to_vec::<f32>().unwrap(), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let data = [1f32, 2.0];
+        // SAFETY: `data` outlives the blob, which is dropped in this scope.
+        let ro = unsafe {
+            Blob::wrap_read_only(&Engine::cpu(), crate::DType::F32, crate::Shape::new(&[2]).unwrap(), std::ptr::NonNull::from(&data).cast(), 8, None)
+        }
+        .unwrap();
+        assert_eq!(ro.set_element(&[0], &Scalar::of(5f32)).unwrap_err().code(), crate::Error::ReadOnly(String::new()).code());
+        assert_eq!(ro.fill_element(&Scalar::of(5f32)).unwrap_err().code(), crate::Error::ReadOnly(String::new()).code());
+        assert_eq!(data, [1.0, 2.0]);
+    }
+}

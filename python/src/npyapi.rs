@@ -1,0 +1,115 @@
+//! Two entries of NumPy's C API, reached through its `_ARRAY_API` capsule
+//! as every compiled NumPy extension does: `PyArray_Scalar` (element bytes
+//! -> a NumPy scalar, as `a[i, j]` returns) and `PyArray_Pack` (a Python
+//! value -> element bytes, as `a[i, j] = v` converts it). With them
+//! `b[i, j]` and `b[i, j] = v` follow NumPy's rules exactly without
+//! building an array per call. Without the API (NumPy 1.x, or a dtype that
+//! is only a marker because ml_dtypes is missing) callers take the slower
+//! path through an ndarray view.
+
+use blobcore::{DType, Scalar};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use std::os::raw::{c_int, c_void};
+
+type ScalarFn = unsafe extern "C" fn(*mut c_void, *mut ffi::PyObject, *mut ffi::PyObject) -> *mut ffi::PyObject;
+type PackFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut c_void, *mut ffi::PyObject) -> c_int;
+
+/// Slots of the API table (numpy/_core/include/numpy/__multiarray_api.h,
+/// stable across NumPy 2.x): the ABI version, PyArray_Scalar, PyArray_Pack.
+const SLOT_ABI_VERSION: usize = 0;
+const SLOT_SCALAR: usize = 60;
+const SLOT_PACK: usize = 65;
+/// `PyArray_GetNDArrayCVersion()` of NumPy 2 (`NPY_ABI_VERSION`).
+const ABI_2: u32 = 0x0200_0000;
+
+struct Api {
+    scalar: ScalarFn,
+    pack: PackFn,
+    /// The NumPy dtype (a `PyArray_Descr`) of each of `DType::ALL`, when
+    /// the dtype object is one.
+    descrs: Vec<Option<Py<PyAny>>>,
+}
+
+static API: PyOnceLock<Option<Api>> = PyOnceLock::new();
+
+fn load(py: Python<'_>) -> PyResult<Option<Api>> {
+    let capsule = py.import("numpy._core._multiarray_umath")?.getattr("_ARRAY_API")?;
+    // SAFETY: the capsule's pointer is NumPy's API table (an array of
+    // function pointers that lives as long as the module); its name is
+    // read first so that GetPointer's name check passes.
+    let table = unsafe {
+        let name = ffi::PyCapsule_GetName(capsule.as_ptr());
+        let p = ffi::PyCapsule_GetPointer(capsule.as_ptr(), name);
+        if p.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        p as *const *const c_void
+    };
+    // SAFETY: slot 0 is PyArray_GetNDArrayCVersion in every NumPy; the
+    // other slots are only read once it says NumPy 2 or later.
+    let (scalar, pack) = unsafe {
+        let version: unsafe extern "C" fn() -> u32 = std::mem::transmute(*table.add(SLOT_ABI_VERSION));
+        if version() < ABI_2 {
+            return Ok(None);
+        }
+        let scalar: ScalarFn = std::mem::transmute(*table.add(SLOT_SCALAR));
+        let pack: PackFn = std::mem::transmute(*table.add(SLOT_PACK));
+        (scalar, pack)
+    };
+    let dtype_type = py.import("numpy")?.getattr("dtype")?;
+    let descrs = DType::ALL
+        .iter()
+        .map(|&d| {
+            let obj = crate::dtypes::to_py(py, d)?;
+            Ok(if obj.is_instance(&dtype_type)? { Some(obj.unbind()) } else { None })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Some(Api { scalar, pack, descrs }))
+}
+
+fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
+    Ok(API.get_or_try_init(py, || load(py))?.as_ref())
+}
+
+fn descr(api: &Api, py: Python<'_>, d: DType) -> Option<*mut ffi::PyObject> {
+    let i = DType::ALL.iter().position(|x| *x == d)?;
+    api.descrs[i].as_ref().map(|o| o.bind(py).as_ptr())
+}
+
+/// `s` as the NumPy scalar `a[i, j]` would return (`numpy.float32(...)`,
+/// ml_dtypes' scalars); None when the API or the dtype is not there.
+pub fn scalar<'py>(py: Python<'py>, s: &Scalar) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(api) = api(py)? else { return Ok(None) };
+    let Some(d) = descr(api, py, s.dtype()) else { return Ok(None) };
+    let mut bytes = [0u64; 2];
+    // SAFETY: `bytes` is 8-aligned and holds the scalar's bytes;
+    // PyArray_Scalar copies them into a new scalar (base NULL: nothing is
+    // kept) and returns a new reference or NULL with an exception set.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.bytes().as_ptr(), bytes.as_mut_ptr() as *mut u8, s.bytes().len());
+        let obj = (api.scalar)(bytes.as_mut_ptr() as *mut c_void, d, std::ptr::null_mut());
+        Bound::from_owned_ptr_or_err(py, obj).map(Some)
+    }
+}
+
+/// `value` converted to one `dtype` element as NumPy's `a[i] = value`
+/// converts it (its errors included: OverflowError for an out-of-range
+/// Python int, ValueError for NaN into an integer); None when the API or
+/// the dtype is not there.
+pub fn pack(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    let Some(api) = api(py)? else { return Ok(None) };
+    let Some(d) = descr(api, py, dtype) else { return Ok(None) };
+    let mut bytes = [0u64; 2];
+    // SAFETY: `d` is a live PyArray_Descr of an element of at most 8
+    // bytes, `bytes` is 16 aligned bytes, and PyArray_Pack writes one
+    // element there or returns -1 with an exception set.
+    let rc = unsafe { (api.pack)(d, bytes.as_mut_ptr() as *mut c_void, value.as_ptr()) };
+    if rc < 0 {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: plain bytes of a local array.
+    let raw = unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const u8, dtype.size()) };
+    crate::errors::core(Scalar::from_bytes(dtype, raw)).map(Some)
+}
