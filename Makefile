@@ -173,6 +173,12 @@ bench-c: stage
 
 bench-py: wheel
 	$(VENV)/bin/python bench/python_bench.py
+	@# DLPack 1.3's C exchange API, driven from C as a consumer drives it.
+	cc -O2 -I$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['include'])") bench/dlpack_exchange.c \
+	  -L$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))") \
+	  -lpython$$($(VENV)/bin/python -c "import sys; print('%d.%d' % sys.version_info[:2])") \
+	  -Wl,-rpath,$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))") -o build/dlpack_exchange
+	PYTHONPATH=$$($(VENV)/bin/python -c "import site; print(site.getsitepackages()[0])") build/dlpack_exchange
 	$(VENV)/bin/python bench/weights_bench.py
 
 # cargo-fuzz over every target for FUZZ_SECONDS each, starting from the

@@ -1,7 +1,7 @@
 """blobcore vs NumPy from Python, measured in one run (ratios, not absolute
 times, are what to compare: these machines are noisy).
 
-Usage: python bench/python_bench.py [--quick]
+Usage: python bench/python_bench.py [--quick] [--per-call]
 """
 
 import pickle
@@ -26,8 +26,43 @@ def row(name: str, ours: float, theirs: float, unit: str = "ms") -> None:
     print(f"| {name:<38} | {ours * scale:10.2f} {unit} | {theirs * scale:10.2f} {unit} | {theirs / ours:6.2f}x |")
 
 
+PER_CALL = [
+    # (statement, issue 29's target for blob / ndarray)
+    ("x[0]", 1.5), ("x[::2, 1]", 1.5), ("x.T", 1.5),
+    ("x[1, 2, 3]", 1.5), ("x[1, 2, 3, 4]", 2.0), ("x[1, 2, 3, 4] = 1.0", 2.0), ("x[0, :4] = 2.0", 2.0),
+    ("np.asarray(x)", 2.0), ("x.shape", 1.2),
+    ("s.copy()", 1.5), ("s.fill(1.0)", 1.5), ("np.from_dlpack(x)", 1.5),
+]
+
+
+def per_call() -> None:
+    """Issue 29: per-call cost from Python, blob against an ndarray of the
+    same shape ([4, 5, 6, 7] float32; `s` has 8 elements), one run."""
+    a = np.random.default_rng(0).standard_normal((4, 5, 6, 7)).astype(np.float32)
+    a8 = np.zeros(8, np.float32)
+    n = 200_000 if not QUICK else 20_000
+    print("| per call ([4,5,6,7] f32; s: 8 elements) | blobcore | NumPy | blob/ndarray | target |")
+    print("|---|---|---|---|---|")
+
+    def ns(stmt: str, x, s) -> float:
+        return min(timeit.repeat(stmt, number=n, repeat=5, globals={"np": np, "bc": bc, "x": x, "s": s})) / n * 1e9
+
+    for stmt, target in PER_CALL:
+        ours, theirs = ns(stmt, bc.Blob.from_numpy(a), bc.Blob.from_numpy(a8)), ns(stmt, a, a8)
+        verdict = "meets" if ours / theirs <= target else "MISSES"
+        print(f"| `{stmt}` | {ours:.0f} ns | {theirs:.0f} ns | {ours / theirs:.2f}x | <= {target}x {verdict} |")
+    g = {"np": np, "bc": bc}
+    ours = min(timeit.repeat("bc.Blob.vector(8)", number=n, repeat=5, globals=g)) / n * 1e9
+    theirs = min(timeit.repeat("np.zeros(8, np.float32)", number=n, repeat=5, globals=g)) / n * 1e9
+    verdict = "meets" if ours / theirs <= 1.5 else "MISSES"
+    print(f"| `bc.Blob.vector(8)` vs `np.zeros(8, np.float32)` | {ours:.0f} ns | {theirs:.0f} ns | {ours / theirs:.2f}x | <= 1.5x {verdict} |")
+
+
 def main() -> None:
     print(f"blobcore {bc.__version__}, NumPy {np.__version__}")
+    per_call()
+    if "--per-call" in sys.argv:
+        return
     print("| operation                              |   blobcore    |    NumPy      | speedup |")
     print("|----------------------------------------|---------------|---------------|---------|")
 

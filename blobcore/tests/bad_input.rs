@@ -8,7 +8,7 @@
 mod common;
 
 use blobcore::io::npy;
-use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Error, Index, Layout, Result, Shape, TensorDesc};
+use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Error, Index, Layout, Result, Scalar, Shape, TensorDesc};
 use std::ptr::NonNull;
 
 const NULL_POINTER: i32 = 1;
@@ -362,6 +362,26 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "", |f| Blob::tensor(&f.e, DType::F32, &[1; 8]).unwrap().to_neoml_bytes();
         DTYPE, "", |f| f.b.copy_from_caffe_bytes(&f.a.to_caffe_bytes(false).unwrap(), true);
         SHAPE, "reshape is false", |f| f.c.copy_from_caffe_bytes(&f.a.to_caffe_bytes(false).unwrap(), false);
+        // One element at a time (issue 29): bounds, rank, dtype, writability.
+        OUT_OF_RANGE, "out of bounds for axis 0", |f| f.a.get_element(&[2, 0]);
+        OUT_OF_RANGE, "out of bounds for axis 1", |f| f.a.get_element(&[0, -4]);
+        OUT_OF_RANGE, "2 indices given for a blob of rank 1", |f| f.v.get_element(&[0, 0]);
+        OUT_OF_RANGE, "out of bounds", |f| f.a.get_element(&[i64::MIN, 0]);
+        OUT_OF_RANGE, "out of bounds", |f| f.a.set_element(&[0, 3], &Scalar::of(1f32));
+        OUT_OF_RANGE, "1 indices given", |f| f.a.set_element(&[0], &Scalar::of(1f32));
+        DTYPE, "without a cast", |f| f.a.set_element(&[0, 0], &Scalar::of(1i32));
+        DTYPE, "without a cast", |f| f.b.fill_element(&Scalar::of(1f32));
+        READ_ONLY, "read-only", |f| read_only(&f.e).set_element(&[0], &Scalar::of(9f32));
+        READ_ONLY, "read-only", |f| read_only(&f.e).fill_element(&Scalar::of(9f32));
+        BUSY, "being written", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.write::<f32>()?; x.set_element(&[1], &Scalar::of(9f32)) };
+        BUSY, "being written", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.write::<f32>()?; x.get_element(&[1]) };
+        BUSY, "being read", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.read::<f32>()?; x.fill_element(&Scalar::of(9f32)) };
+        INVALID_ARGUMENT, "3 bytes given", |f| Scalar::from_bytes(DType::F32, &[0; 3]);
+        // DLPack's exchange-API allocator refuses what it cannot make.
+        NULL_POINTER, "NULL", |f| {
+            // SAFETY: NULL is the documented refusal; nothing is read.
+            unsafe { Blob::dlpack_allocate(std::ptr::null()) }
+        };
         // Memory that cannot be had.
         OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::U8, &[1 << 50]).unwrap().fill(0.0);
         OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::F32, &[1 << 48]).unwrap().to_vec::<f32>();

@@ -2,7 +2,7 @@
 
 import os
 from types import EllipsisType, TracebackType
-from typing import Any, Iterator, Literal, Mapping, Sequence, SupportsIndex
+from typing import Any, ClassVar, Iterator, Literal, Mapping, Sequence, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -290,6 +290,9 @@ class Blob:
         copy: bool | None = None,
     ) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
+    # DLPack 1.3's C exchange API: a PyCapsule named "dlpack_exchange_api"
+    # holding a static DLPackExchangeAPI table (C consumers look it up on the type).
+    __dlpack_c_exchange_api__: ClassVar[Any]
     def __len__(self) -> int: ...
 
 def asblob(obj: Any, dtype: DTypeLike = None, shape: Sequence[int] | None = None, engine: Engine | None = None) -> Blob: ...

@@ -43,6 +43,33 @@ def npy_header(shape: str) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode()
 
 
+READ_ONLY = np.arange(3, dtype=np.float32)
+READ_ONLY.flags.writeable = False
+
+
+def _exchange_entry(index, proto):
+    import ctypes
+
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    table = (ctypes.c_void_p * 7).from_address(get(bc.Blob.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
+    return proto(table[index])
+
+
+def exchange_from_py(obj):
+    import ctypes
+
+    f = _exchange_entry(3, ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p)))
+    return f(obj, ctypes.byref(ctypes.c_void_p()))
+
+
+def exchange_to_py(tensor):
+    import ctypes
+
+    f = _exchange_entry(4, ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.py_object)))
+    return f(tensor, ctypes.byref(ctypes.py_object()))
+
+
 ROWS = [
     # shapes and dtypes at creation
     (lambda f: bc.Blob.tensor([-1, 2]), bc.ShapeError, "negative"),
@@ -323,6 +350,22 @@ ROWS = [
     (lambda f: f.b.save_caffe("/tmp/never.binaryproto"), bc.DTypeError, ""),
     (lambda f: f.b.load_caffe_into("/nonexistent/x"), bc.DTypeError, "int32"),
     (lambda f: bc.Blob.tensor([1] * 8).to_neoml_bytes(), bc.ShapeError, ""),
+    # one element at a time (issue 29): NumPy's conversions and errors
+    (lambda f: f.a.__getitem__((2, 0)), IndexError, "out of bounds"),
+    (lambda f: f.a.__getitem__((0, -4)), IndexError, "out of bounds"),
+    (lambda f: f.a.__setitem__((0, 3), 1.0), IndexError, "out of bounds"),
+    (lambda f: f.a.__setitem__((0, 0, 0), 1.0), IndexError, ""),
+    (lambda f: f.b.__setitem__((0, 0), 2**40), OverflowError, "out of bounds for int32"),
+    (lambda f: f.b.__setitem__((0, 0), float("nan")), ValueError, "nan"),
+    (lambda f: f.b.__setitem__((0, slice(None)), float("inf")), OverflowError, ""),
+    (lambda f: f.b.__setitem__((0, slice(None)), 2**64), OverflowError, ""),
+    (lambda f: f.a.__setitem__(0, "x"), ValueError, ""),
+    (lambda f: bc.asblob(np.zeros(3, np.float32)[::1].view()).__setitem__(3, 1.0), IndexError, ""),
+    (lambda f: bc.asblob(READ_ONLY).__setitem__(0, 1.0), bc.ReadOnlyError, "read-only"),
+    (lambda f: bc.asblob(READ_ONLY).__setitem__(slice(0, 2), 1.0), bc.ReadOnlyError, "read-only"),
+    # DLPack's C exchange API (the table's entries, called as C consumers do)
+    (lambda f: exchange_from_py(np.zeros(3)), TypeError, "not a blobcore.Blob"),
+    (lambda f: exchange_to_py(None), bc.BlobError, "null"),
     # memory that cannot be had, engines
     (lambda f: bc.Blob.vector(2**50, dtype=bc.uint8).fill(0), bc.OutOfMemoryError, ""),
     (lambda f: bc.Blob.vector(2**48).asum(), bc.OutOfMemoryError, ""),
