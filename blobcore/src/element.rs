@@ -78,11 +78,7 @@ impl Blob {
         }
         let mut index = [0usize; crate::shape::MAX_RANK];
         for (a, (&i, &n)) in at.iter().zip(dims).enumerate() {
-            let k = if i < 0 { i.checked_add(n as i64) } else { Some(i) };
-            index[a] = match k {
-                Some(k) if k >= 0 && (k as u64) < n as u64 => k as usize,
-                _ => return Err(err!(OutOfRange, "index {i} is out of bounds for axis {a} with size {n}")),
-            };
+            index[a] = crate::index::position(i, a, n)?;
         }
         let index = &index[..dims.len()];
         let element = match &st.desc {

@@ -96,6 +96,17 @@ fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: us
     Ok((start, step, len as usize))
 }
 
+/// The position integer `i` selects on `axis` of size `n` (negative
+/// counts from the end), as NumPy resolves it; out of bounds is `OutOfRange`.
+#[inline]
+pub(crate) fn position(i: i64, axis: usize, n: usize) -> Result<usize> {
+    let j = if i < 0 { i.checked_add(n as i64) } else { Some(i) };
+    match j {
+        Some(j) if j >= 0 && (j as u64) < n as u64 => Ok(j as usize),
+        _ => Err(err!(OutOfRange, "index {i} is out of bounds for axis {axis} with size {n}")),
+    }
+}
+
 /// Applies `key` to a view of `dims` with element `strides`.
 #[inline]
 pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<Plan> {
@@ -127,11 +138,7 @@ pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<P
         }
         match k {
             Index::At(i) => {
-                let n = dims[axis];
-                let j = if i < 0 { i.checked_add(n as i64) } else { Some(i) };
-                let j = j.filter(|&j| j >= 0 && (j as u64) < n as u64).ok_or_else(|| {
-                    err!(OutOfRange, "index {i} is out of bounds for axis {axis} with size {n}")
-                })?;
+                let j = position(i, axis, dims[axis])?;
                 out.offset += j as isize * strides[axis];
                 axis += 1;
             }
