@@ -317,6 +317,90 @@ fn reversed_case<T: MaybeArith>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
     check(&base, &a);
 }
 
+/// `get_element` / `set_element` / `fill_element` on a reversed, stepped
+/// (and optionally transposed) view against ndarray's indexing of the same
+/// slice; writes land in the parent where ndarray's do.
+fn element_case<T: Element>(dims: Vec<usize>, steps: Vec<i8>, at: Vec<i64>, transpose: bool) {
+    use blobcore::{Index, Scalar};
+    use ndarray::SliceInfoElem;
+    let (base, mut a) = make::<T>(&dims, 5);
+    let steps: Vec<i64> = steps.iter().map(|&s| if s == 0 { -1 } else { s as i64 }).collect();
+    let key: Vec<Index> = steps.iter().map(|&st| Index::Range { start: None, stop: None, step: Some(st) }).collect();
+    let nd: Vec<SliceInfoElem> = steps.iter().map(|&st| SliceInfoElem::Slice { start: 0, end: None, step: st as isize }).collect();
+    let mut v = base.index(&key).unwrap();
+    let mut want = a.slice(nd.as_slice()).to_owned();
+    let axes: Vec<usize> = if transpose { (0..dims.len()).rev().collect() } else { (0..dims.len()).collect() };
+    if transpose {
+        v = v.permuted_view(&axes).unwrap();
+        want = want.permuted_axes(IxDyn(&axes));
+    }
+    // One index per axis, wrapped into range (negative ones from the end).
+    let shape = want.shape().to_vec();
+    if shape.contains(&0) {
+        assert_eq!(v.get_element(&vec![0; shape.len()]).unwrap_err().code(), 6);
+        return;
+    }
+    let idx: Vec<i64> = shape.iter().zip(&at).map(|(&n, &i)| i.rem_euclid(2 * n as i64) - n as i64).collect();
+    let pos: Vec<usize> = shape.iter().zip(&idx).map(|(&n, &i)| if i < 0 { (i + n as i64) as usize } else { i as usize }).collect();
+    let got = v.get_element(&idx).unwrap();
+    assert_eq!(got, Scalar::of(want[IxDyn(&pos)]), "{:?} at {idx:?}", T::DTYPE);
+    // Write one element, then fill the whole view, checking the parent.
+    let value = T::round_from_f64(3.0);
+    v.set_element(&idx, &Scalar::of(value)).unwrap();
+    let mut parent_pos: Vec<usize> = vec![0; dims.len()];
+    for (k, &p) in pos.iter().enumerate() {
+        let axis = axes[k];
+        let st = steps[axis];
+        parent_pos[axis] = if st > 0 { p * st as usize } else { dims[axis] - 1 - p * (-st) as usize };
+    }
+    a[IxDyn(&parent_pos)] = value;
+    check(&base, &a);
+    v.fill_element(&Scalar::of(T::round_from_f64(1.0))).unwrap();
+    a.slice_mut(nd.as_slice()).fill(T::round_from_f64(1.0));
+    check(&base, &a);
+    assert_eq!(v.get_element(&vec![0; dims.len() + 1]).unwrap_err().code(), 6);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(29), ..ProptestConfig::default() })]
+
+    #[test]
+    fn element_access_like_ndarray(
+        dims in shape_strategy(),
+        steps in prop::collection::vec(-3i8..4, 4),
+        at in prop::collection::vec(-20i64..20, 4),
+        transpose in any::<bool>(),
+    ) {
+        let steps = steps[..dims.len()].to_vec();
+        for_each_dtype!(element_case(dims.clone(), steps.clone(), at.clone(), transpose));
+    }
+
+    #[test]
+    fn dlpack_allocator_like_new(dims in prop::collection::vec(0i64..5, 0..5), code in 1i32..17) {
+        use blobcore::dlpack::{delete_tensor, dl_dtype, DLDevice, DLTensor};
+        let dtype = DType::from_code(code).unwrap();
+        let mut d = dims.clone();
+        let proto = DLTensor {
+            data: std::ptr::null_mut(), device: DLDevice { device_type: 1, device_id: 0 }, ndim: d.len() as i32,
+            dtype: dl_dtype(dtype), shape: d.as_mut_ptr(), strides: std::ptr::null_mut(), byte_offset: 0,
+        };
+        // SAFETY: the prototype's shape holds ndim entries; the result is
+        // imported (which takes it) and then dropped.
+        let b = unsafe {
+            let t = Blob::dlpack_allocate(&proto).unwrap();
+            let b = Blob::from_dlpack(&common::engine(), t.as_ptr(), Some(false));
+            if b.is_err() { delete_tensor(t.as_ptr()); }
+            b.unwrap()
+        };
+        let want: Vec<usize> = dims.iter().map(|&x| x as usize).collect();
+        prop_assert_eq!(b.dims(), want);
+        prop_assert_eq!(b.dtype(), dtype);
+        let mut bytes = vec![1u8; b.byte_size()];
+        b.copy_to_bytes(&mut bytes).unwrap();
+        prop_assert!(bytes.iter().all(|&x| x == 0));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(27), ..ProptestConfig::default() })]
 

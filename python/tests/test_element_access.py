@@ -149,3 +149,25 @@ def test_read_only_and_bad_keys_change_nothing():
     with pytest.raises(ValueError):
         w[0, 1] = float("nan")
     assert np.asarray(w).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d.itemsize <= 2], ids=str)
+def test_every_8_and_16_bit_pattern_reads_and_writes_back(dtype):
+    # The whole domain: every bit pattern of each 1- and 2-byte dtype read
+    # as NumPy's scalar (type and bits), and that scalar's value written
+    # back through `b[i] = float(...)` / `int(...)` lands on the same bits
+    # NumPy's own `a[i] = v` gives.
+    n = 1 << (8 * dtype.itemsize)
+    raw = np.arange(n, dtype=np.uint8 if dtype.itemsize == 1 else np.uint16)
+    if dtype == np.bool_:
+        raw = raw[:2]
+    a = raw.view(dtype)
+    b = bc.Blob.from_numpy(a)
+    for i in range(len(a)):
+        assert scalar_bits(b[i]) == scalar_bits(a[i]), (dtype, i)
+    values = [bool(v) if dtype == np.bool_ else int(v) if dtype.kind in "iu" else float(v) for v in a]
+    want, got = np.zeros_like(a), bc.Blob.from_numpy(np.zeros_like(a))
+    for i, v in enumerate(values):
+        want[i] = v
+        got[i] = v
+    assert np.asarray(got).tobytes() == want.tobytes(), dtype

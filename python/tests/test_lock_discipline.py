@@ -114,6 +114,17 @@ def work(n):
     b = bc.Blob.tensor([n]); b.fill(2.0)        # large: runs on the worker pool
     c = b.copy(); c.add(b)
     return c.asum()
+def elements(_):
+    # Element access and the DLPack C exchange API in a forked child.
+    import ctypes
+    b = bc.Blob.tensor([2, 3]); b[1, 2] = 7.5; b[0, :] = 1
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    table = (ctypes.c_void_p * 7).from_address(get(bc.Blob.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
+    p, o = ctypes.c_void_p(), ctypes.py_object()
+    assert ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))(table[3])(b, ctypes.byref(p)) == 0
+    assert ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.py_object))(table[4])(p, ctypes.byref(o)) == 0
+    return float(o.value[1, 2])
 if __name__ == "__main__":
     big = bc.Blob.tensor([16 << 20]); big.fill(1.0); big.scale(3.0)   # the parent's pool starts
     assert big.asum() == 3.0 * (16 << 20)
@@ -123,6 +134,9 @@ if __name__ == "__main__":
     assert res == [4.0 * (4 << 20)] * 4, res
     p = ctx.Process(target=work, args=(8 << 20,)); p.start(); p.join(60)
     assert p.exitcode == 0, p.exitcode
+    small = bc.Blob.tensor([3, 4]); small[1, 2] = 5.0; assert small[1, 2] == 5.0   # NumPy's C API loaded in the parent
+    with ctx.Pool(1) as pool:
+        assert pool.map_async(elements, [0]).get(timeout=60) == [7.5]
 """
 
 

@@ -58,6 +58,19 @@ def grow():
     G[0] = g
     g.copy_from(A, reshape=True)
 
+import ctypes
+_get = ctypes.pythonapi.PyCapsule_GetPointer
+_get.restype, _get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+_table = (ctypes.c_void_p * 7).from_address(_get(bc.Blob.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
+_from = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))(_table[3])
+_to = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.py_object))(_table[4])
+
+def exchange_round_trip(b):
+    """DLPack's C exchange API: export then import, as a C consumer calls it."""
+    p, o = ctypes.c_void_p(), ctypes.py_object()
+    assert _from(b, ctypes.byref(p)) == 0 and _to(p, ctypes.byref(o)) == 0
+    return o.value.shape
+
 def with_buffer(b):
     with b.buffer(0, 4, "r") as arr:
         float(arr[0])
@@ -106,6 +119,11 @@ OPS = {
     "merge_into": lambda t: bc.merge_into([R[:4], R[4:]], R, 0), "getitem": lambda t: A[1, ::3],
     "setitem": lambda t: A.__setitem__((slice(0, 2), 0), t),
     "iter": lambda t: next(iter(A)), "dlpack": lambda t: np.from_dlpack(V), "asarray": lambda t: np.asarray(N).sum(),
+    # one element at a time (issue 29), on the same memory through other doors
+    "getelement": lambda t: random.choice([A, N, D])[t % 64, -1], "getelement_view": lambda t: V[1, t % 128],
+    "setelement": lambda t: random.choice([A, N, D, V]).__setitem__((t % 64, 3), float(t)),
+    "fillsmall": lambda t: random.choice([A, V]).__setitem__((t % 64, slice(0, 4)), t),
+    "exchange": lambda t: exchange_round_trip(random.choice([A, V, W])),
 }
 names = sorted(OPS)
 errors = []
