@@ -841,17 +841,12 @@ impl Blob {
     /// read where the layout puts it (one element, whatever the layout).
     fn element_f64(&self, at: usize) -> Result<f64> {
         let st = self.state();
-        let (offset, dense) = match &st.desc {
-            None => (st.offset + at, true),
-            Some(d) => (st.offset + d.offset_linear(at)?, false),
+        let element = match &st.desc {
+            None if at >= st.shape.count() => return Err(err!(Internal, "offset {at} past the data")),
+            None => st.offset + at,
+            Some(d) => st.offset + d.offset_linear(at)?,
         };
-        if dense && at >= st.shape.count() {
-            return Err(err!(Internal, "offset {at} past the data"));
-        }
-        let region = Region { dense: true, storage: Arc::clone(&st.storage), offset, shape: Shape::new(&[1])?, dtype: self.dtype() };
-        drop(st);
-        let r = region.into_read()?;
-        Ok(crate::dtype::dispatch!(self.dtype(), T => r.typed::<T>()[0].to_f64()))
+        Ok(self.read_stored(&st, element)?.to_f64())
     }
 
     /// Caffe `data_at(n, c, h, w)`: the element at the legacy offset, as

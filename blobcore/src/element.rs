@@ -69,9 +69,9 @@ impl Scalar {
 }
 
 impl Blob {
-    /// The storage byte offset of the element at `at` (one integer per
+    /// The storage element offset of the element at `at` (one integer per
     /// axis; negative counts from the end, as in NumPy).
-    fn element_byte(&self, st: &State, at: &[i64]) -> Result<usize> {
+    fn element_offset(&self, st: &State, at: &[i64]) -> Result<usize> {
         let dims = st.shape.dims();
         if at.len() != dims.len() {
             return Err(err!(OutOfRange, "{} indices given for a blob of rank {}", at.len(), dims.len()));
@@ -82,10 +82,23 @@ impl Blob {
         }
         let index = &index[..dims.len()];
         let element = match &st.desc {
-            None => index.iter().zip(dims).fold(0usize, |acc, (&i, &n)| acc * n + i),
+            None => st.shape.offset(index)?,
             Some(d) => d.offset_index(index)?,
         };
-        Ok((st.offset + element) * self.dtype().size())
+        Ok(st.offset + element)
+    }
+
+    /// The element at storage element offset `element` of `st`'s storage,
+    /// read under the storage lock (a shared read: a live writer is Busy).
+    pub(crate) fn read_stored(&self, st: &State, element: usize) -> Result<Scalar> {
+        let size = self.dtype().size();
+        let start = element * size;
+        st.storage.with_locked(start, start + size, false, |base| {
+            // SAFETY: with_locked checked start + size <= the storage's
+            // length and holds its lock, so no writer runs while we copy.
+            let src = unsafe { std::slice::from_raw_parts(base.as_ptr().add(start), size) };
+            Scalar::from_bytes(self.dtype(), src)
+        })?
     }
 
     /// The element at `at` (NumPy `b[i, j, k]` with one integer per axis;
@@ -93,14 +106,8 @@ impl Blob {
     /// `OutOfRange`.
     pub fn get_element(&self, at: &[i64]) -> Result<Scalar> {
         let st = self.state();
-        let start = self.element_byte(&st, at)?;
-        let size = self.dtype().size();
-        st.storage.with_locked(start, start + size, false, |base| {
-            // SAFETY: with_locked checked start + size <= the storage's
-            // length and holds its lock, so no writer runs while we copy.
-            let src = unsafe { std::slice::from_raw_parts(base.as_ptr().add(start), size) };
-            Scalar::from_bytes(self.dtype(), src)
-        })?
+        let element = self.element_offset(&st, at)?;
+        self.read_stored(&st, element)
     }
 
     /// Stores `value` into the element at `at`. The scalar's dtype must
@@ -110,7 +117,7 @@ impl Blob {
     pub fn set_element(&self, at: &[i64], value: &Scalar) -> Result<()> {
         self.check_scalar(value)?;
         let st = self.state();
-        let start = self.element_byte(&st, at)?;
+        let start = self.element_offset(&st, at)? * self.dtype().size();
         let bytes = value.bytes();
         st.storage.with_locked(start, start + bytes.len(), true, |base| {
             // SAFETY: with_locked checked the range lies in the storage,

@@ -76,30 +76,28 @@ unsafe extern "C" fn from_py_object(py_object: *mut c_void, out: *mut *mut DLMan
 
 unsafe extern "C" fn to_py_object(tensor: *mut DLManagedTensorVersioned, out_py_object: *mut *mut c_void) -> c_int {
     guarded(|py| {
-        let imported = engine_of(None).and_then(|engine| {
-            if out_py_object.is_null() {
-                return Err(PyTypeError::new_err("DLPack exchange: NULL output"));
-            }
+        let imported = if out_py_object.is_null() {
+            Err(PyTypeError::new_err("DLPack exchange: NULL output"))
+        } else {
             // SAFETY: DLPack hands over a live managed tensor (or NULL,
             // which the core refuses) whose memory stays valid until its
             // deleter runs.
-            crate::errors::core(unsafe { Blob::from_dlpack(&engine, tensor, None) })
-        });
-        match imported {
-            Ok(b) => {
-                let obj = Bound::new(py, PyBlob::new(b))?;
-                // SAFETY: `out_py_object` was checked non-NULL; the caller
-                // receives the new reference.
-                unsafe { *out_py_object = obj.into_ptr() as *mut c_void };
-                Ok(())
-            }
+            engine_of(None).and_then(|engine| crate::errors::core(unsafe { Blob::from_dlpack(&engine, tensor, None) }))
+        };
+        let b = match imported {
+            Ok(b) => b,
             Err(e) => {
-                // Ownership was handed to us: free the tensor we did not take.
-                // SAFETY: the core did not take it, so its deleter has not run.
+                // The tensor was handed over: free what the core did not take.
+                // SAFETY: not taken, so its deleter has not run.
                 unsafe { delete_tensor(tensor) };
-                Err(e)
+                return Err(e);
             }
-        }
+        };
+        let obj = Bound::new(py, PyBlob::new(b))?;
+        // SAFETY: `out_py_object` is non-NULL (checked above); the caller
+        // receives the new reference.
+        unsafe { *out_py_object = obj.into_ptr() as *mut c_void };
+        Ok(())
     })
 }
 
