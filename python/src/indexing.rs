@@ -8,7 +8,10 @@ use pyo3::ffi;
 use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
 
 /// A parsed key: basic entries the core handles, or an advanced key
-/// (integer or boolean arrays) that makes a copy through NumPy.
+/// (integer or boolean arrays) that makes a copy through NumPy. The basic
+/// entries stay inline (a key lives on the stack for one call; no
+/// allocation per index).
+#[allow(clippy::large_enum_variant)]
 pub enum Key {
     Basic(smallvec::SmallVec<[Index; 8]>),
     Advanced,
