@@ -74,8 +74,12 @@ enum Body {
     /// A run with strides (no loop is contiguous in the source).
     Strided { inner: Axis },
     /// A 2-D transpose tile: `j` is the destination's innermost loop, `i`
-    /// the source's (full counts); `ei` by `ej` the tile's size.
-    Tile { j: Axis, i: Axis, ei: usize, ej: usize, blocks: usize },
+    /// the source's (full counts); `ei` by `ej` the tile's size; `ec`
+    /// steps of the batch loop `c` (a loop that steps inside the rows on
+    /// both sides, as the middle axis of a swap of the outer and inner
+    /// axes; `n` 1 when there is none) make one tile, so that its rows
+    /// are read and written `ec` times longer.
+    Tile { j: Axis, i: Axis, c: Axis, ei: usize, ej: usize, ec: usize, blocks: usize },
     /// A tile of runs of `n` elements contiguous on both sides: the
     /// transpose of [`Body::Tile`] with a run as its element.
     Runs { n: usize, j: Axis, i: Axis, ei: usize, ej: usize, blocks: usize },
@@ -112,12 +116,18 @@ fn nest(axes: &[Axis], es: usize) -> Nest {
             // Tiles of TILE_BYTES: up to 64 along the destination's rows,
             // the rest along the source's (whole source rows when the
             // destination's rows are short, as in blocked layouts).
-            let ej = inner.n.min(64);
-            let ei = (TILE_BYTES / es / ej).next_multiple_of(16);
+            // Short source rows (blocked layouts: 8 or 16 elements) get
+            // longer destination rows, so that a tile stays about
+            // TILE_BYTES.
+            let row = rest[p].n.max(1);
+            let wide = if row < 64 { (TILE_BYTES / es / row).next_multiple_of(16) } else { 0 };
+            let ej = inner.n.min(64.max(wide));
+            let ei = (TILE_BYTES / es / ej).next_multiple_of(16).min(rest[p].n.max(1));
             let mut all = rest.to_vec();
             all.push(inner);
             let last = all.len() - 1;
-            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], ei, ej, blocks: 0 })
+            let none = Axis { n: 1, ds: 0, ss: 0 };
+            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0 })
         }
         _ => Nest { loops: rest.to_vec(), kind: Body::Strided { inner } },
     }
@@ -149,12 +159,26 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
     loops.push(Axis { n: j.n.div_ceil(ej), ds: j.ds * ej as isize, ss: j.ss * ej as isize });
     loops.extend(others.filter(|a| inside(a)));
     let kind = match body {
-        Body::Tile { j, i, ei, ej, .. } => Body::Tile { j, i, ei, ej, blocks },
+        Body::Tile { j, i, ei, ej, .. } => {
+            // The innermost inside loop (the last: smallest destination
+            // stride) batches tiles, up to a tile of PACK_FLOATS elements.
+            let (mut c, mut ec) = (Axis { n: 1, ds: 0, ss: 0 }, 1);
+            if loops.len() > blocks + 2 {
+                if let Some(last) = loops.pop() {
+                    c = last;
+                    let per = i.n.min(ei) * j.n.min(ej);
+                    ec = (PACK_FLOATS / per.max(1)).clamp(1, c.n);
+                    loops.push(Axis { n: c.n.div_ceil(ec), ds: c.ds * ec as isize, ss: c.ss * ec as isize });
+                }
+            }
+            Body::Tile { j, i, c, ei, ej, ec, blocks }
+        }
         Body::Runs { n, j, i, ei, ej, .. } => Body::Runs { n, j, i, ei, ej, blocks },
         other => other,
     };
     Nest { loops, kind }
 }
+
 
 /// Destinations at least this large are written with non-temporal stores
 /// where the kernel can (they would not stay in cache anyway, and skipping
@@ -189,7 +213,7 @@ pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8
     let per_body = match n.kind {
         Body::Run { n } => n,
         Body::Strided { inner } => inner.n,
-        Body::Tile { j, i, ei, ej, .. } => i.n.min(ei) * j.n.min(ej),
+        Body::Tile { j, i, c, ei, ej, ec, .. } => i.n.min(ei) * j.n.min(ej) * c.n.min(ec),
         Body::Runs { n, j, i, ei, ej, .. } => n * i.n.min(ei) * j.n.min(ej),
     } * es;
     let total: usize = n.loops.iter().map(|a| a.n).product();
@@ -233,6 +257,12 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
         os += idx[k] as isize * loops[k].ss;
     }
     let es_i = es as isize;
+    // Scratch for packed 4-byte tiles (see `simd::tile_f32`), allocated once
+    // per task; only what a tile writes into it is read back.
+    let mut scratch: Vec<u32> = Vec::new();
+    if es == 4 && matches!(n.kind, Body::Tile { .. }) {
+        scratch.reserve_exact(3 * PACK_FLOATS);
+    }
     for _ in lo..hi {
         let (d, s) = (dst.wrapping_add_signed(od * es_i), src.wrapping_add_signed(os * es_i));
         // SAFETY: the loop indices are within their counts, so the body's
@@ -241,18 +271,36 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
             match n.kind {
                 Body::Run { n } => run(d as *mut u8, s as *const u8, n * es, stream),
                 Body::Strided { inner } => strided_run(es, inner, d, s),
-                Body::Tile { j, i, ei, ej, blocks } => {
-                    // Which tile: the block loops are at `blocks`, `blocks + 1`.
+                Body::Tile { j, i, c, ei, ej, ec, blocks } => {
+                    // Which tile: the block loops are at `blocks`, `blocks +
+                    // 1`, the batch's block loop (if any) last.
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
                     let ni = (i.n - bi * ei).min(ei);
                     let nj = (j.n - bj * ej).min(ej);
-                    tile(es, Axis { n: nj, ..j }, Axis { n: ni, ..i }, d, s, stream);
+                    let nc = if c.n > 1 { (c.n - idx[r - 1] * ec).min(ec) } else { 1 };
+                    let (j, i, c) = (Axis { n: nj, ..j }, Axis { n: ni, ..i }, Axis { n: nc, ..c });
+                    // The next tile's source, to prefetch while this one is
+                    // written (the last index of the range has none).
+                    let mut next = 0;
+                    if es == 4 {
+                        let (mut ni, mut nd, mut ns) = (idx.clone(), od, os);
+                        continue_next(&mut ni, loops, &mut nd, &mut ns);
+                        next = src.wrapping_add_signed(ns * es_i);
+                    }
+                    tile(es, j, i, c, d, s, next, stream, &mut scratch);
                 }
                 Body::Runs { n: run_n, j, i, ei, ej, blocks } => {
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
                     let ni = (i.n - bi * ei).min(ei);
                     let nj = (j.n - bj * ej).min(ej);
                     let bytes = run_n * es;
+                    #[cfg(target_arch = "x86_64")]
+                    if bytes % 32 == 0 && simd::has_avx() {
+                        let (i, j) = (Axis { n: ni, ..i }, Axis { n: nj, ..j });
+                        simd::runs32(bytes, i, j, es_i, d as *mut u8, s as *const u8, stream);
+                        continue_next(&mut idx, loops, &mut od, &mut os);
+                        continue;
+                    }
                     for a in 0..ni {
                         for b in 0..nj {
                             let (a, b) = (a as isize, b as isize);
@@ -267,26 +315,36 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                 }
             }
         }
-        // Next index, keeping the offsets in step.
-        let mut k = r;
-        while k > 0 {
-            k -= 1;
-            idx[k] += 1;
-            od += loops[k].ds;
-            os += loops[k].ss;
-            if idx[k] < loops[k].n {
-                break;
-            }
-            od -= loops[k].n as isize * loops[k].ds;
-            os -= loops[k].n as isize * loops[k].ss;
-            idx[k] = 0;
-        }
+        continue_next(&mut idx, loops, &mut od, &mut os);
     }
     #[cfg(target_arch = "x86_64")]
     if stream {
         simd::fence();
     }
 }
+
+/// Steps the loop indices to the next flat index, keeping the offsets in
+/// step (the last loop fastest).
+#[inline]
+fn continue_next(idx: &mut [usize], loops: &[Axis], od: &mut isize, os: &mut isize) {
+    let mut k = loops.len();
+    while k > 0 {
+        k -= 1;
+        idx[k] += 1;
+        *od += loops[k].ds;
+        *os += loops[k].ss;
+        if idx[k] < loops[k].n {
+            break;
+        }
+        *od -= loops[k].n as isize * loops[k].ds;
+        *os -= loops[k].n as isize * loops[k].ss;
+        idx[k] = 0;
+    }
+}
+
+/// Elements (4-byte) of a packed tile, batch included: about 160 KiB,
+/// so that the tile and its transposed copy stay in a 512 KiB L2.
+const PACK_FLOATS: usize = 40 << 10;
 
 /// Fills `data` with `v` using non-temporal stores when it is at least
 /// [`STREAM_BYTES`] and the CPU has AVX (a fill that large would not stay
@@ -411,14 +469,28 @@ unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
 ///
 /// # Safety
 /// As [`copy`], for the elements of the two loops from `dst`/`src`.
-unsafe fn tile(es: usize, j: Axis, i: Axis, dst: usize, src: usize, stream: bool) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, scratch: &mut Vec<u32>) {
     #[cfg(target_arch = "x86_64")]
-    if es == 4 && j.ds == 1 && i.ss == 1 && i.ds > 0 && j.ss > 0 {
+    if es == 4 && j.ds == 1 && i.ss == 1 && i.ds > 0 && j.ss > 0 && c.ds >= 0 && c.ss >= 0 {
         // SAFETY: forwarded; the layouts are the ones the kernels assume.
-        unsafe { simd::tile_f32(j, i, dst as *mut u32, src as *const u32, stream) };
+        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, scratch) };
         return;
     }
-    let _ = stream;
+    let _ = (stream, scratch, next);
+    for k in 0..c.n as isize {
+        let (dst, src) = (dst.wrapping_add_signed(k * c.ds * es as isize), src.wrapping_add_signed(k * c.ss * es as isize));
+        // SAFETY: forwarded; step k of the batch is inside the caller's
+        // elements.
+        unsafe { tile_2d(es, j, i, dst, src) };
+    }
+}
+
+/// One 2-D tile of [`tile`], in scalar loops.
+///
+/// # Safety
+/// As [`tile`].
+unsafe fn tile_2d(es: usize, j: Axis, i: Axis, dst: usize, src: usize) {
     macro_rules! scalar {
         ($t:ty) => {{
             let (d, s) = (dst as *mut $t, src as *const $t);
@@ -459,9 +531,276 @@ mod simd {
     ///
     /// # Safety
     /// Every element named is inside its memory (the caller's contract).
-    pub(super) unsafe fn tile_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, stream: bool) {
-        // The caller checked both strides positive.
-        let (di, sj) = (i.ds as usize, j.ss as usize);
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, scratch: &mut Vec<u32>) {
+        // The caller checked all strides non-negative, i and j positive.
+        let (sj, di) = (j.ss as usize, i.ds as usize);
+        let (cs, cd) = (c.ss as usize, c.ds as usize);
+        let avx = has_avx();
+        // The tile's source rows (each `c.n` runs of `i.n`, usually one
+        // long run) are first copied one after the other into a scratch
+        // tile with a padded row stride: the source is read in long
+        // sequential runs, and rows far apart (a large power of two apart
+        // map to the same cache sets) are not re-read 32 bytes at a time.
+        // The register transposes then write each destination row's part
+        // of the tile (`c.n` runs of `j.n`) from start to end.
+        let bs = i.n.next_multiple_of(8) + 8;
+        let rb = (c.n * j.n).next_multiple_of(16) + 16;
+        let (na, nb) = (j.n * c.n * bs, i.n * rb);
+        // Few short destination rows side by side (NCHW -> NHWC with C =
+        // 2..8): an interleave of C source rows into one contiguous run.
+        if has_avx2() && (2..=8).contains(&j.n) && di == j.n && (c.n == 1 || cd == i.n * di) && (c.n == 1 || cs == i.n) {
+            let n = i.n * c.n;
+            // SAFETY: forwarded; with these strides the tile (and its
+            // batch) is n elements of each of the j.n source rows and one
+            // run of n * j.n destination elements.
+            unsafe {
+                match j.n {
+                    2 => interleave::<2>(n, dst, src, sj, stream),
+                    3 => interleave::<3>(n, dst, src, sj, stream),
+                    4 => interleave::<4>(n, dst, src, sj, stream),
+                    5 => interleave::<5>(n, dst, src, sj, stream),
+                    6 => interleave::<6>(n, dst, src, sj, stream),
+                    7 => interleave::<7>(n, dst, src, sj, stream),
+                    _ => interleave::<8>(n, dst, src, sj, stream),
+                }
+            }
+            return;
+        }
+        // The reverse: one interleaved run split into few destination rows
+        // (NHWC -> NCHW with C = 2..8).
+        if has_avx2() && (2..=8).contains(&i.n) && sj == i.n && c.n == 1 {
+            // SAFETY: forwarded; the tile is one run of j.n * i.n source
+            // elements and j.n elements of each of the i.n destination rows.
+            unsafe {
+                match i.n {
+                    2 => deinterleave::<2>(j.n, dst, di, src, stream),
+                    3 => deinterleave::<3>(j.n, dst, di, src, stream),
+                    4 => deinterleave::<4>(j.n, dst, di, src, stream),
+                    5 => deinterleave::<5>(j.n, dst, di, src, stream),
+                    6 => deinterleave::<6>(j.n, dst, di, src, stream),
+                    7 => deinterleave::<7>(j.n, dst, di, src, stream),
+                    _ => deinterleave::<8>(j.n, dst, di, src, stream),
+                }
+            }
+            return;
+        }
+        if avx && j.n >= 16 && i.n >= 8 && sj * 4 >= PACK_STRIDE_BYTES && na + nb <= scratch.capacity() {
+            // SAFETY: forwarded; AVX present; the scratch holds na + nb.
+            unsafe { packed(j, i, c, dst, src, next, stream, scratch.as_mut_ptr(), bs, rb) };
+            return;
+        }
+        for k in 0..c.n {
+            // SAFETY: forwarded; step k of the batch is inside the tile.
+            unsafe { tile_f32_from(j, i, dst.add(k * cd), src.add(k * cs), sj, stream) }
+        }
+    }
+
+    /// The packed form of [`tile_f32`]: source rows into the scratch
+    /// (stride `bs` per run), register transposes into the scratch's
+    /// destination rows (stride `rb`, after the source rows), then each
+    /// destination row's part written front to back.
+    ///
+    /// # Safety
+    /// As [`tile_f32`]; AVX present; `buf` holds `j.n * c.n * bs + i.n *
+    /// rb` elements, `bs >= i.n`, `rb >= c.n * j.n`.
+    #[target_feature(enable = "avx")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, buf: *mut u32, bs: usize, rb: usize) {
+        let (sj, di) = (j.ss as usize, i.ds as usize);
+        let (cs, cd) = (c.ss as usize, c.ds as usize);
+        let na = j.n * c.n * bs;
+        let rs = c.n * bs; // scratch stride of one source row
+        // SAFETY: row b, step k of the tile is i.n readable elements
+        // at src + b*sj + k*cs (the caller's contract); the scratch
+        // holds na + nb elements: the source rows (runs of i.n < bs,
+        // not overlapping) then the destination rows (runs of c.n *
+        // j.n < rb); every scratch element read below was written
+        // first; destination row a, step k is j.n writable elements at
+        // dst + a*di + k*cd.
+        unsafe {
+            let ahead = AHEAD_ROWS;
+            for b in 0..j.n {
+                if ahead > 0 && b + ahead < j.n {
+                    for k in 0..c.n {
+                        let row = src.add((b + ahead) * sj + k * cs) as *const i8;
+                        for off in (0..i.n * 4).step_by(64) {
+                            _mm_prefetch::<_MM_HINT_T0>(row.add(off));
+                        }
+                    }
+                }
+                for k in 0..c.n {
+                    std::ptr::copy_nonoverlapping(src.add(b * sj + k * cs), buf.add(b * rs + k * bs), i.n);
+                }
+            }
+            let (ai, bj) = (i.n / 8 * 8, j.n / 16 * 16);
+            let out = buf.add(na);
+            for a in (0..ai).step_by(8) {
+                for k in 0..c.n {
+                    for b in (0..bj).step_by(16) {
+                        t8x16::<false>(out.add(a * rb + k * j.n + b), rb, buf.add(b * rs + k * bs + a), rs);
+                    }
+                }
+            }
+            // Edges: columns past bj of rows below ai, then rows past ai.
+            for k in 0..c.n {
+                let (d, s) = (out.add(k * j.n), buf.add(k * bs));
+                let ri = Axis { n: rb as isize as usize, ds: rb as isize, ss: 1 };
+                if bj < j.n {
+                    tile_f32_from(Axis { n: j.n - bj, ..j }, Axis { n: ai, ..ri }, d.add(bj), s.add(bj * rs), rs, false);
+                }
+                if ai < i.n {
+                    tile_f32_from(Axis { n: j.n, ..j }, Axis { n: i.n - ai, ..ri }, d.add(ai * rb), s.add(ai), rs, false);
+                }
+            }
+            // Each destination row's part of the tile, front to back.
+            let whole = c.n == 1 || cd == j.n;
+            // Prefetch the next tile's source rows (same shape assumed;
+            // a prefetch never faults) spread over the writes below.
+            let lines = (i.n * 4).div_ceil(64);
+            let total = if next != 0 { j.n * c.n * lines } else { 0 };
+            let per_row = total.div_ceil(i.n);
+            let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0 };
+            for a in 0..i.n {
+                pf.issue(per_row);
+                let (d, s) = (dst.add(a * di) as *mut u8, out.add(a * rb) as *const u8);
+                if whole {
+                    super::run(d, s, c.n * j.n * 4, stream);
+                } else {
+                    for k in 0..c.n {
+                        super::run(d.add(k * cd * 4), s.add(k * j.n * 4), j.n * 4, stream);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn has_avx2() -> bool {
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+    }
+
+    /// `dst[a*C + b] = src[a + b*sj]` for `a < n`, `b < C`: C source rows
+    /// interleaved into one run (the compiler vectorises the fixed-C
+    /// loop), in pieces through a small buffer streamed out when
+    /// `stream`.
+    ///
+    /// # Safety
+    /// AVX2 present; n elements readable from each of the C rows, n * C
+    /// writable at `dst`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn interleave<const C: usize>(n: usize, dst: *mut u32, src: *const u32, sj: usize, stream: bool) {
+        const PIECE: usize = 256;
+        let mut piece = [0u32; PIECE * 8];
+        let mut a0 = 0;
+        while a0 < n {
+            let m = (n - a0).min(PIECE);
+            let out = if stream { piece.as_mut_ptr() } else { dst.wrapping_add(a0 * C) };
+            // SAFETY: a0 + a < n; out holds m * C elements (the piece has
+            // PIECE * 8 >= m * C, or the destination's run).
+            unsafe {
+                for a in 0..m {
+                    for b in 0..C {
+                        *out.add(a * C + b) = *src.add(a0 + a + b * sj);
+                    }
+                }
+                if stream {
+                    super::run(dst.add(a0 * C) as *mut u8, piece.as_ptr() as *const u8, m * C * 4, true);
+                }
+            }
+            a0 += m;
+        }
+    }
+
+    /// `dst[a*di + b] = src[b*C + a]` for `a < C`, `b < n`: one run split
+    /// into C destination rows, in pieces through a small buffer streamed
+    /// out when `stream`.
+    ///
+    /// # Safety
+    /// AVX2 present; n * C elements readable at `src`, n writable in each
+    /// of the C rows.
+    #[target_feature(enable = "avx2")]
+    unsafe fn deinterleave<const C: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, stream: bool) {
+        const PIECE: usize = 256;
+        let mut piece = [[0u32; PIECE]; C];
+        let mut b0 = 0;
+        while b0 < n {
+            let m = (n - b0).min(PIECE);
+            // SAFETY: b0 + b < n; the piece's rows hold PIECE >= m.
+            unsafe {
+                if stream {
+                    for b in 0..m {
+                        for (a, row) in piece.iter_mut().enumerate() {
+                            row[b] = *src.add((b0 + b) * C + a);
+                        }
+                    }
+                    for (a, row) in piece.iter().enumerate() {
+                        super::run(dst.add(a * di + b0) as *mut u8, row.as_ptr() as *const u8, m * 4, true);
+                    }
+                } else {
+                    for b in 0..m {
+                        for a in 0..C {
+                            *dst.add(a * di + b0 + b) = *src.add((b0 + b) * C + a);
+                        }
+                    }
+                }
+            }
+            b0 += m;
+        }
+    }
+
+    /// Source rows at least this many bytes apart are packed (rows a
+    /// page or more apart, often a power of two apart, share cache sets).
+    const PACK_STRIDE_BYTES: usize = 4096;
+    /// Rows of a tile's source prefetched ahead of the one being packed.
+    const AHEAD_ROWS: usize = 2;
+
+    /// Prefetches the lines of a tile's source rows a few at a time
+    /// (`rows` rows of `steps` runs of `lines` lines; byte strides).
+    struct Ahead {
+        base: usize,
+        sj: usize,
+        cs: usize,
+        rows: usize,
+        steps: usize,
+        lines: usize,
+        b: usize,
+        k: usize,
+        line: usize,
+    }
+
+    impl Ahead {
+        #[inline]
+        fn issue(&mut self, n: usize) {
+            if self.base == 0 {
+                return;
+            }
+            for _ in 0..n {
+                if self.b >= self.rows {
+                    return;
+                }
+                let at = self.base.wrapping_add(self.b * self.sj + self.k * self.cs + self.line * 64) as *const i8;
+                // SAFETY: a prefetch is a hint; it never faults.
+                unsafe { _mm_prefetch::<_MM_HINT_T1>(at) };
+                self.line += 1;
+                if self.line == self.lines {
+                    self.line = 0;
+                    self.k += 1;
+                    if self.k == self.steps {
+                        self.k = 0;
+                        self.b += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`tile_f32`] reading source row `b` at `src + b * sj`.
+    ///
+    /// # Safety
+    /// As [`tile_f32`].
+    unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, stream: bool) {
+        let di = i.ds as usize;
         let avx = has_avx();
         let (wa, wb) = if avx { (8, 16) } else { (4, 4) };
         let (ai, bj) = (i.n / wa * wa, j.n / wb * wb);
@@ -505,6 +844,36 @@ mod simd {
                 let from = if a < ai { bj } else { 0 };
                 for b in from..j.n {
                     *dst.add(a * di + b) = *src.add(a + b * sj);
+                }
+            }
+        }
+    }
+
+    /// A tile of runs of `bytes` (a multiple of 32): for `a < i.n`, `b <
+    /// j.n`, the run at `src + (a*i.ss + b*j.ss)*es` goes to `dst +
+    /// (a*i.ds + b*j.ds)*es`, in 32-byte registers, with non-temporal
+    /// stores when `stream` and the destination is 32-byte aligned.
+    ///
+    /// # Safety
+    /// AVX present; every run named is inside its memory (the caller's
+    /// contract) and runs do not overlap.
+    #[target_feature(enable = "avx")]
+    pub(super) unsafe fn runs32(bytes: usize, i: Axis, j: Axis, es: isize, dst: *mut u8, src: *const u8, stream: bool) {
+        let nt = stream && (dst as usize) % 32 == 0 && (i.ds * es) % 32 == 0 && (j.ds * es) % 32 == 0;
+        // SAFETY (whole body): a < i.n, b < j.n, k + 32 <= bytes.
+        unsafe {
+            for a in 0..i.n as isize {
+                for b in 0..j.n as isize {
+                    let d = dst.offset((a * i.ds + b * j.ds) * es);
+                    let s = src.offset((a * i.ss + b * j.ss) * es);
+                    for k in (0..bytes).step_by(32) {
+                        let v = _mm256_loadu_ps(s.add(k) as *const f32);
+                        if nt {
+                            _mm256_stream_ps(d.add(k) as *mut f32, v);
+                        } else {
+                            _mm256_storeu_ps(d.add(k) as *mut f32, v);
+                        }
+                    }
                 }
             }
         }
@@ -584,6 +953,7 @@ mod simd {
     /// destination row written as one 64-byte piece (streamed when `NT`,
     /// which needs `d` and `ds * 4` 64-byte aligned).
     #[target_feature(enable = "avx")]
+    #[inline]
     unsafe fn t8x16<const NT: bool>(d: *mut u32, ds: usize, s: *const u32, ss: usize) {
         // SAFETY: the caller vouched for 8 elements of each of the 16
         // source rows and 16 of each of the 8 destination rows.
@@ -702,6 +1072,45 @@ mod tests {
                 assert_eq!(got, want, "perm {p:?}");
             }
         }
+    }
+
+    /// `src` (row-major `dims`) permuted by `p` through [`copy`], both
+    /// serial and parallel, against [`naive`].
+    fn check_permutation(dims: &[usize], p: &[usize]) {
+        let n: usize = dims.iter().product();
+        let src: Vec<u32> = (0..n as u32).map(|v| v.wrapping_mul(2_654_435_761)).collect();
+        let out_dims: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let (out_st, src_st) = (row_major(&out_dims), row_major(dims));
+        let ss: Vec<usize> = p.iter().map(|&a| src_st[a]).collect();
+        let axes: Vec<Axis> = (0..dims.len()).map(|k| Axis { n: out_dims[k], ds: out_st[k] as isize, ss: ss[k] as isize }).collect();
+        let mut want = vec![0u32; n];
+        naive(&out_dims, &out_st, &ss, &src, &mut want);
+        for parallel in [false, true] {
+            let mut got = vec![0u32; n];
+            // SAFETY: both buffers hold every element the axes reach.
+            unsafe { copy(4, &normalise(axes.clone()), got.as_mut_ptr() as *mut u8, src.as_ptr() as *const u8, parallel) };
+            assert!(got == want, "dims {dims:?} perm {p:?} parallel {parallel}");
+        }
+    }
+
+    #[test]
+    fn packed_batched_and_interleaved_tiles_match_the_naive_copy() {
+        // Source rows 1030 and more elements apart (packed tiles), a middle
+        // axis stepping inside both sides' rows (a batch), counts that are
+        // not multiples of the 8x16 kernels (edges).
+        check_permutation(&[40, 5, 1030], &[2, 1, 0]);
+        check_permutation(&[17, 3, 7, 1030], &[3, 1, 2, 0]);
+        check_permutation(&[2, 33, 1024, 9], &[0, 3, 2, 1]);
+        check_permutation(&[19, 2048, 12], &[2, 1, 0]);
+        // NCHW <-> NHWC with C = 1..9 (interleaves for 2..8).
+        for c in 1..=9 {
+            check_permutation(&[2, c, 37, 29], &[0, 2, 3, 1]);
+            check_permutation(&[2, 37, 29, c], &[0, 3, 1, 2]);
+        }
+        // Destinations of 32 MiB and more stream their stores.
+        check_permutation(&[3, 2_900_000], &[1, 0]);
+        check_permutation(&[2_900_000, 3], &[1, 0]);
+        check_permutation(&[64, 8, 16_400], &[2, 1, 0]);
     }
 
     #[test]
