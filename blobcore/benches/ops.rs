@@ -201,6 +201,11 @@ fn run(mib: usize) {
             t.row(&format!("merge {label}"), &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], ax, &to).unwrap());
             t.row(&format!("split {label}"), &mut base, Limit::Copy, 0.9, &mut || Blob::split(&to, ax, &[&p, &q]).unwrap());
         }
+        // Axis 1 of the rank-4 transposes' shape (the issue-29 report).
+        let half = [64, 64, 256, 16 * s];
+        let (p, q, to) = (f32_blob(&e, &half, 1.0), f32_blob(&e, &half, 2.0), f32_blob(&e, &dims, 0.0));
+        t.row(&format!("merge axis 1 into {dims:?}"), &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], 1, &to).unwrap());
+        t.row(&format!("split axis 1 of {dims:?}"), &mut base, Limit::Copy, 0.9, &mut || Blob::split(&to, 1, &[&p, &q]).unwrap());
     }
     // Streaming ops.
     {

@@ -5,7 +5,7 @@
 use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
-use crate::ops::{gpu, par_copy, source_for, strided, Source, TASK_BYTES};
+use crate::ops::{gpu, par_copy_piece, source_for, strided, Source, TASK_BYTES};
 use crate::overlap::{Footprint, Overlap, OP_WORK};
 use crate::shape::{BlobDim, Shape};
 use rayon::prelude::*;
@@ -78,7 +78,7 @@ impl Plan {
             for (o, drow) in whole.chunks_exact_mut(self.row).enumerate() {
                 let mut at = 0;
                 for (p, &c) in parts.iter().zip(&self.chunks) {
-                    par_copy(&mut drow[at..at + c], &p[o * c..o * c + c]);
+                    par_copy_piece(&mut drow[at..at + c], &p[o * c..o * c + c], stream);
                     at += c;
                 }
             }
@@ -117,7 +117,7 @@ impl Plan {
             for o in 0..self.outer {
                 let mut at = o * self.row;
                 for (p, &c) in parts.iter_mut().zip(&self.chunks) {
-                    par_copy(&mut p[o * c..o * c + c], &whole[at..at + c]);
+                    par_copy_piece(&mut p[o * c..o * c + c], &whole[at..at + c], stream);
                     at += c;
                 }
             }

@@ -62,7 +62,13 @@ pub(crate) fn dst_src(dst: &Region, src: &Region, op: &str) -> Result<(HostMut, 
 
 /// `dst.copy_from_slice(src)`, split across threads when large.
 pub(crate) fn par_copy(dst: &mut [u8], src: &[u8]) {
-    if strided::copy_streamed(dst, src) {
+    par_copy_piece(dst, src, strided::streams(dst.len()))
+}
+
+/// [`par_copy`] of one piece of an operation whose whole size decided
+/// `stream` (see [`strided::streams`]).
+pub(crate) fn par_copy_piece(dst: &mut [u8], src: &[u8], stream: bool) {
+    if strided::copy_streamed_if(dst, src, stream) {
         return;
     }
     if dst.len() < PARALLEL_BYTES {

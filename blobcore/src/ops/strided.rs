@@ -374,12 +374,13 @@ pub(crate) fn fill_streamed<T: Copy + Send + Sync>(data: &mut [T], v: T) -> bool
     false
 }
 
-/// Copies `src` to `dst` (equal lengths) with non-temporal stores when at
-/// least [`STREAM_BYTES`] and the CPU has AVX, on all cores. False when it
-/// did nothing (the caller copies normally).
-pub(crate) fn copy_streamed(dst: &mut [u8], src: &[u8]) -> bool {
+/// Copies `src` to `dst` (equal lengths) with non-temporal stores on all
+/// cores when `stream` (decided by the caller from its whole operation's
+/// size, see [`streams`]), the piece is at least a few tasks long and the
+/// CPU has AVX. False when it did nothing (the caller copies normally).
+pub(crate) fn copy_streamed_if(dst: &mut [u8], src: &[u8], stream: bool) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if dst.len() >= STREAM_BYTES && dst.len() == src.len() && simd::has_avx() {
+    if stream && dst.len() >= 4 * TASK_BYTES && dst.len() == src.len() && simd::has_avx() {
         let head = dst.as_ptr().align_offset(32).min(dst.len());
         let (dh, db) = dst.split_at_mut(head);
         let (sh, sb) = src.split_at(head);
