@@ -136,7 +136,7 @@ def layouts(mib: int) -> None:
     dims = (64, 128, 256, 16 * s) if mib >= 128 else (64, 128, 256, 2)
     a = np.random.default_rng(1).standard_normal(dims, dtype=np.float32)
     b = bc.Blob.from_numpy(a)
-    perms = [(1, 0, 2, 3), (0, 2, 1, 3), (0, 1, 3, 2), (3, 1, 2, 0), (0, 3, 2, 1), (2, 0, 3, 1)]
+    perms = [(1, 0, 2, 3), (2, 1, 0, 3), (0, 2, 1, 3), (0, 1, 3, 2), (3, 1, 2, 0), (0, 3, 2, 1), (2, 0, 3, 1)]
     for p in perms:
         shape = [dims[k] for k in p]
         out_b = bc.Blob.tensor(shape)
@@ -145,10 +145,79 @@ def layouts(mib: int) -> None:
         row(f"permute{p} {mib} MiB", best(lambda: out_b.permute_from(b, list(p)), 1, 3),
             best(lambda: np.copyto(out_a, a.transpose(p)), 1, 3))
     np.testing.assert_array_equal(np.asarray(out_b), out_a)
+    # Merge / split along axis 1 into preallocated blobs and arrays.
+    half = (dims[0], dims[1] // 2) + dims[2:]
+    pa, pb = a[:, : dims[1] // 2].copy(), a[:, dims[1] // 2 :].copy()
+    qa, qb = bc.Blob.from_numpy(pa), bc.Blob.from_numpy(pb)
+    whole = bc.Blob.tensor(list(dims))
+    whole.fill(0.0)
+    out_w = np.zeros(dims, np.float32)
+    row(f"merge axis 1 {mib} MiB", best(lambda: bc.merge_into([qa, qb], whole, 1), 1, 3),
+        best(lambda: np.concatenate([pa, pb], 1, out=out_w), 1, 3))
+    np.testing.assert_array_equal(np.asarray(whole), a)
+
+    def np_split():
+        np.copyto(pa, a[:, : half[1]])
+        np.copyto(pb, a[:, half[1] :])
+
+    row(f"split axis 1 {mib} MiB", best(lambda: bc.split_into(b, [qa, qb], 1), 1, 3), best(np_split, 1, 3))
+    del pa, pb, qa, qb, whole, out_w, out_b, out_a
     ones = bc.Blob.from_numpy(a.reshape(-1))
     av = a.reshape(-1)
+    del b
     row(f"fill {mib} MiB", best(lambda: ones.fill(1.5), 1, 3), best(lambda: av.fill(1.5), 1, 3))
     row(f"asum {mib} MiB (np.abs(a).sum())", best(ones.asum, 1, 3), best(lambda: np.abs(av).sum(), 1, 3))
+    row(f"sumsq {mib} MiB (np.dot(a, a))", best(ones.sumsq, 1, 3), best(lambda: np.dot(av, av), 1, 3))
+    del ones, av, a
+    reorders(mib)
+
+
+def reorders(mib: int) -> None:
+    """Issue 29: NCHW <-> NHWC at C = 3, 64, 256 and the blocked reorders,
+    blob.reorder_from into a blob of the target layout against NumPy's
+    copyto of the equivalent transposed view, both preallocated."""
+    s = max(1, mib // 128)
+    if mib < 128:
+        cases = [(2, 3, 256, 170), (2, 64, 128, 64)]
+    else:
+        cases = [(2 * s, 256, 256, 256), (2 * s, 64, 512, 512), (2 * s, 3, 2048, 2730)]
+    for n, c, h, w in cases:
+        a = np.random.default_rng(2).standard_normal((n, c, h, w), dtype=np.float32)
+        nchw = bc.Blob.from_numpy(a)
+        nhwc = bc.Blob.with_desc(bc.TensorDesc(bc.float32, [n, c, h, w], bc.Layout.NHWC))
+        nhwc.fill(0.0)
+        out_a = np.zeros((n, h, w, c), np.float32)
+        row(f"NCHW->NHWC C={c} {mib} MiB", best(lambda: nhwc.reorder_from(nchw), 1, 3),
+            best(lambda: np.copyto(out_a, a.transpose(0, 2, 3, 1)), 1, 3))
+        back = np.zeros_like(a)
+        row(f"NHWC->NCHW C={c} {mib} MiB", best(lambda: nchw.reorder_from(nhwc), 1, 3),
+            best(lambda: np.copyto(back, out_a.transpose(0, 3, 1, 2)), 1, 3))
+        np.testing.assert_array_equal(np.asarray(nchw), back)
+        del a, nchw, nhwc, out_a, back
+    # Blocked: nChw8c <-> NCHW and nChw8c <-> nChw16c ([2s, 256, 256, 256]).
+    n, c, h, w = (2 * s, 256, 256, 256) if mib >= 128 else (2, 32, 64, 64)
+    a = np.random.default_rng(3).standard_normal((n, c, h, w), dtype=np.float32)
+    nchw = bc.Blob.from_numpy(a)
+
+    def blocked(k):
+        d = bc.Blob.with_desc(bc.TensorDesc(bc.float32, [n, c, h, w], bc.BlockingDesc([n, c // k, h, w, k], [0, 1, 2, 3, 1])))
+        d.fill(0.0)
+        return d
+
+    b8, b16 = blocked(8), blocked(16)
+    a8 = np.zeros((n, c // 8, h, w, 8), np.float32)
+    a16 = np.zeros((n, c // 16, h, w, 16), np.float32)
+    row(f"NCHW->nChw8c {mib} MiB", best(lambda: b8.reorder_from(nchw), 1, 3),
+        best(lambda: np.copyto(a8, a.reshape(n, c // 8, 8, h, w).transpose(0, 1, 3, 4, 2)), 1, 3))
+    back = np.zeros_like(a)
+    row(f"nChw8c->NCHW {mib} MiB", best(lambda: nchw.reorder_from(b8), 1, 3),
+        best(lambda: np.copyto(back.reshape(n, c // 8, 8, h, w), a8.transpose(0, 1, 4, 2, 3)), 1, 3))
+    np.testing.assert_array_equal(back, a)
+    row(f"nChw8c->nChw16c {mib} MiB", best(lambda: b16.reorder_from(b8), 1, 3),
+        best(lambda: np.copyto(a16.reshape(n, c // 16, h, w, 2, 8), a8.reshape(n, c // 16, 2, h, w, 8).transpose(0, 1, 3, 4, 2, 5)), 1, 3))
+    row(f"nChw16c->nChw8c {mib} MiB", best(lambda: b8.reorder_from(b16), 1, 3),
+        best(lambda: np.copyto(a8.reshape(n, c // 16, 2, h, w, 8), a16.reshape(n, c // 16, h, w, 2, 8).transpose(0, 1, 4, 2, 3, 5)), 1, 3))
+    np.testing.assert_array_equal(np.asarray(b16), a)
 
 
 def total(x) -> float:
