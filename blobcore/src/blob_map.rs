@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 /// One named entry: a tensor of a safetensors file (one blob) or a layer
 /// of a Caffe net (its blobs in order, and the layer's type).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     name: String,
     kind: String,
@@ -39,7 +39,7 @@ impl Entry {
 }
 
 /// Named blobs in order, with string metadata (see the module docs).
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BlobMap {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,

@@ -1,6 +1,7 @@
 //! File formats: Caffe `BlobProto` ([`caffe`]) and `.caffemodel` weights
 //! ([`caffemodel`]), NeoML blob archives ([`neoml`]), NumPy `.npy`
-//! ([`npy`]) and safetensors ([`safetensors`]).
+//! ([`npy`]), safetensors ([`safetensors`]) and sharded safetensors
+//! checkpoints ([`safetensors_index`]).
 //!
 //! Every decoder treats its input as hostile: a size field is checked
 //! against the bytes actually present before anything is allocated, so a
@@ -16,6 +17,7 @@ pub mod caffemodel;
 pub mod neoml;
 pub mod npy;
 pub mod safetensors;
+pub mod safetensors_index;
 
 use crate::error::{err, Error, Result};
 use crate::shape::Shape;
@@ -44,6 +46,39 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
 /// was written. On error the temporary file is removed and `path` is
 /// unchanged.
 pub(crate) fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    write_temp(path, write)?.commit()
+}
+
+/// A fully written and synced temporary file next to its target: renamed
+/// onto the target by [`TempFile::commit`], removed when dropped
+/// uncommitted (so a save of several files can write them all before it
+/// replaces any).
+pub(crate) struct TempFile {
+    tmp: std::path::PathBuf,
+    path: std::path::PathBuf,
+    done: bool,
+}
+
+impl TempFile {
+    /// Renames the temporary file onto its target.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| err!(Io, "cannot write {}: {e}", self.path.display()))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The first phase of [`write_file`]: `path`'s bytes written and synced
+/// to a temporary file in the same directory, not yet in place.
+pub(crate) fn write_temp(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<TempFile> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
@@ -51,21 +86,15 @@ pub(crate) fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> Resu
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
     tmp_name.push(format!(".{}-{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
-    let tmp = path.with_file_name(tmp_name);
     let io = |e: std::io::Error| err!(Io, "cannot write {}: {e}", path.display());
-    let result = (|| {
-        let f = File::create(&tmp).map_err(io)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        write(&mut w)?;
-        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
-        f.sync_all().map_err(io)?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let f = File::create(path.with_file_name(&tmp_name)).map_err(io)?;
+    // From here on the guard removes the temporary file on any error.
+    let t = TempFile { tmp: path.with_file_name(tmp_name), path: path.to_path_buf(), done: false };
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    write(&mut w)?;
+    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    Ok(t)
 }
 
 /// What a file writer writes, collected in memory (the `to_*_bytes` twin

@@ -34,6 +34,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 const FORMAT: &str = "safetensors";
+/// The shard size a sharded save uses when none is given: 5 GB, as
+/// transformers and huggingface_hub (`"5GB"`, decimal).
+pub const DEFAULT_SHARD_SIZE: u64 = 5_000_000_000;
 /// The largest header the `safetensors` crate accepts (100 MB).
 const MAX_HEADER: u64 = 100_000_000;
 
@@ -168,8 +171,21 @@ impl BlobMap {
     /// read-only); without, every tensor is read into a fresh writable
     /// blob. Entries are in file order; the header's `__metadata__` is the
     /// map's metadata (sorted by key).
+    ///
+    /// A sharded checkpoint loads the same way: `path` naming its index
+    /// (`model.safetensors.index.json`, any name ending in `.json`) or the
+    /// directory holding it (else the directory's `model.safetensors`);
+    /// see [`crate::io::safetensors_index`].
     pub fn load_safetensors(engine: &Engine, path: impl AsRef<Path>, mmap: bool) -> Result<BlobMap> {
         let path = path.as_ref();
+        match super::safetensors_index::resolve(path)? {
+            super::safetensors_index::Source::Index(index) => super::safetensors_index::load(engine, &index, mmap),
+            super::safetensors_index::Source::File(file) => Self::load_safetensors_file(engine, &file, mmap),
+        }
+    }
+
+    /// Loads one safetensors file (not an index).
+    pub(crate) fn load_safetensors_file(engine: &Engine, path: &Path, mmap: bool) -> Result<BlobMap> {
         if mmap {
             let map = FileMap::open(path, MapMode::ReadOnly)?;
             let h = parse_bytes(map.bytes()).map_err(|e| in_file(e, path))?;
@@ -241,8 +257,36 @@ impl BlobMap {
     /// Saves the map as a safetensors file (each entry must hold exactly
     /// one blob), atomically: a failed save leaves an existing file as it
     /// was, and blobs mapped from the old file keep its old contents.
+    ///
+    /// A `path` naming an index (ending in `.index.json`) or a directory
+    /// saves shards of at most [`DEFAULT_SHARD_SIZE`] bytes, as
+    /// [`BlobMap::save_safetensors_sharded`] does.
     pub fn save_safetensors(&self, path: impl AsRef<Path>) -> Result<()> {
-        write_file(path.as_ref(), |w| self.write_safetensors(w))
+        let path = path.as_ref();
+        if super::safetensors_index::is_sharded_target(path) {
+            return self.save_safetensors_sharded(path, DEFAULT_SHARD_SIZE);
+        }
+        write_file(path, |w| self.write_safetensors(w))
+    }
+
+    /// The first phase of a save: the file written to a temporary name
+    /// next to `path`, renamed into place by the caller.
+    pub(crate) fn write_safetensors_temp(&self, path: &Path) -> Result<super::TempFile> {
+        super::write_temp(path, |w| self.write_safetensors(w))
+    }
+
+    /// Checks that every entry can be written (one blob each, no reserved
+    /// name) without writing anything.
+    pub(crate) fn check_safetensors_entries(&self) -> Result<()> {
+        for e in self.entries() {
+            if e.name() == "__metadata__" {
+                return Err(err!(InvalidArgument, "{FORMAT}: \"__metadata__\" is reserved and cannot name a tensor"));
+            }
+            if e.blobs().len() != 1 {
+                return Err(err!(InvalidArgument, "{FORMAT}: {:?} holds {} blobs; a tensor is one blob", e.name(), e.blobs().len()));
+            }
+        }
+        Ok(())
     }
 
     /// The map encoded as a safetensors file in memory.
