@@ -974,6 +974,10 @@ int32_t blob_map_set_metadata(struct BlobMap *map, const char *key, const char *
 // blob uses it); without, every tensor is read into a fresh writable
 // blob. Entries are in file order. A dtype blobcore lacks is
 // `BLOB_ERR_DTYPE` naming the tensor; a malformed file `BLOB_ERR_FORMAT`.
+// A sharded checkpoint loads through its index (a path ending in `.json`)
+// or its directory: every tensor of the weight map, in its order, each
+// from its shard; a missing shard, a tensor absent from its shard, in two
+// shards or not listed, or a wrong `total_size` is `BLOB_ERR_FORMAT`.
 int32_t blob_load_safetensors(const struct BlobEngine *e,
                               const char *path_,
                               bool mmap,
@@ -982,6 +986,19 @@ int32_t blob_load_safetensors(const struct BlobEngine *e,
 // Saves the map as a safetensors file (each entry one blob; metadata as
 // `__metadata__`), atomically.
 int32_t blob_save_safetensors(const struct BlobMap *map, const char *path_);
+
+// Saves the map as a sharded safetensors checkpoint: shards of at most
+// `max_shard_size` bytes of tensor data (a larger tensor gets a shard of
+// its own) named after `path` — which ends in `.index.json`
+// (`x.safetensors.index.json` gives `x-00001-of-0000N.safetensors`) or
+// names a directory (`model-…` shards and `model.safetensors.index.json`,
+// or a lone `model.safetensors`, as transformers saves) — plus the index
+// with `total_size`. Nothing is replaced until every file is written.
+// `blob_load_safetensors` reads it back through the index or directory.
+// `max_shard_size` 0 or another `path` is `BLOB_ERR_INVALID_ARGUMENT`.
+int32_t blob_save_safetensors_sharded(const struct BlobMap *map,
+                                      const char *path_,
+                                      uint64_t max_shard_size);
 
 // Loads the learned blobs of a Caffe .caffemodel: one entry per layer
 // with blobs (weights, bias, ...), in file order, with its type; the

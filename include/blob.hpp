@@ -784,6 +784,11 @@ public:
         return BlobMap(h);
     }
     void save_safetensors(const std::string &path) const { check(blob_save_safetensors(h_, path.c_str())); }
+    /// Saves shards of at most `max_shard_size` bytes plus the index
+    /// (`path` ends in `.index.json` or names a directory).
+    void save_safetensors_sharded(const std::string &path, uint64_t max_shard_size) const {
+        check(blob_save_safetensors_sharded(h_, path.c_str(), max_shard_size));
+    }
     void save_caffemodel(const std::string &path) const { check(blob_save_caffemodel(h_, path.c_str())); }
 
     size_t size() const { return q<size_t>([&](size_t *o) { return blob_map_len(h_, o); }); }

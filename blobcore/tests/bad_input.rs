@@ -193,6 +193,11 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         IO, "nonexistent", |f| blobcore::BlobMap::load_safetensors(&f.e, "/nonexistent/x.safetensors", false).map(|_| ());
         FORMAT, "too short", |f| blobcore::BlobMap::from_safetensors_bytes(&f.e, &[1, 2]).map(|_| ());
         FORMAT, "header claims", |f| blobcore::BlobMap::from_safetensors_bytes(&f.e, &[255; 16]).map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_safetensors(&f.e, "/nonexistent/model.safetensors.index.json", true).map(|_| ());
+        INVALID_ARGUMENT, "directory or a path ending in .index.json", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", f.a.clone()); m.save_safetensors_sharded("/nonexistent/x.safetensors", 8) };
+        INVALID_ARGUMENT, "at least one byte", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", f.a.clone()); m.save_safetensors_sharded("/nonexistent/m.index.json", 0) };
+        INVALID_ARGUMENT, "holds 2 blobs", |f| { let mut m = blobcore::BlobMap::new(); m.push("x", f.a.clone()); m.push("x", f.a.clone()); m.save_safetensors_sharded("/nonexistent/m.index.json", 8) };
+        INVALID_ARGUMENT, "such as \"5GB\"", |f| blobcore::io::safetensors_index::parse_shard_size("5 parsecs").map(|_| ());
         IO, "nonexistent", |f| blobcore::BlobMap::load_caffemodel(&f.e, "/nonexistent/x.caffemodel").map(|_| ());
         FORMAT, "not a valid message", |f| blobcore::BlobMap::from_caffemodel_bytes(&f.e, &[0xff, 0xff]).map(|_| ());
         INVALID_ARGUMENT, "no entry named", |f| blobcore::BlobMap::new().get("x").map(|_| ());

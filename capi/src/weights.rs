@@ -306,6 +306,10 @@ pub extern "C" fn blob_map_set_metadata(map: *mut BlobMap, key: *const c_char, v
 /// blob uses it); without, every tensor is read into a fresh writable
 /// blob. Entries are in file order. A dtype blobcore lacks is
 /// `BLOB_ERR_DTYPE` naming the tensor; a malformed file `BLOB_ERR_FORMAT`.
+/// A sharded checkpoint loads through its index (a path ending in `.json`)
+/// or its directory: every tensor of the weight map, in its order, each
+/// from its shard; a missing shard, a tensor absent from its shard, in two
+/// shards or not listed, or a wrong `total_size` is `BLOB_ERR_FORMAT`.
 #[no_mangle]
 pub extern "C" fn blob_load_safetensors(e: *const BlobEngine, path_: *const c_char, mmap: bool, out_map: *mut *mut BlobMap) -> i32 {
     ffi!({
@@ -325,6 +329,24 @@ pub extern "C" fn blob_save_safetensors(map: *const BlobMap, path_: *const c_cha
         let p = path(path_)?;
         let m = with(map, |h| Ok(h.map.clone()))?;
         m.save_safetensors(p)
+    })
+}
+
+/// Saves the map as a sharded safetensors checkpoint: shards of at most
+/// `max_shard_size` bytes of tensor data (a larger tensor gets a shard of
+/// its own) named after `path` — which ends in `.index.json`
+/// (`x.safetensors.index.json` gives `x-00001-of-0000N.safetensors`) or
+/// names a directory (`model-…` shards and `model.safetensors.index.json`,
+/// or a lone `model.safetensors`, as transformers saves) — plus the index
+/// with `total_size`. Nothing is replaced until every file is written.
+/// `blob_load_safetensors` reads it back through the index or directory.
+/// `max_shard_size` 0 or another `path` is `BLOB_ERR_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn blob_save_safetensors_sharded(map: *const BlobMap, path_: *const c_char, max_shard_size: u64) -> i32 {
+    ffi!({
+        let p = path(path_)?;
+        let m = with(map, |h| Ok(h.map.clone()))?;
+        m.save_safetensors_sharded(p, max_shard_size)
     })
 }
 

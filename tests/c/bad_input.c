@@ -325,6 +325,8 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_map_len(mfake, NULL));
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_safetensors(mfake, "/tmp/x.safetensors"));
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_caffemodel(mfake, "/tmp/x.caffemodel"));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_safetensors_sharded(mfake, "/tmp/x.index.json", 8));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors(NULL, "/nonexistent/m.safetensors.index.json", true, &mo));
         CHECK(blob_map_create(&m) == BLOB_OK);
         BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_name(m, 0, &s));
         BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_kind(m, 0, &s));
@@ -343,6 +345,9 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_ARGUMENT, "UTF-8", blob_map_insert(m, "\xff", a));
         BAD(BLOB_ERR_NULL_POINTER, "path", blob_save_safetensors(m, NULL));
         BAD(BLOB_ERR_IO, "nonexistent", blob_save_safetensors(m, "/nonexistent/dir/x.safetensors"));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_save_safetensors_sharded(m, NULL, 8));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "at least one byte", blob_save_safetensors_sharded(m, "/tmp/never.index.json", 0));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "ending in .index.json", blob_save_safetensors_sharded(m, "/tmp/never.safetensors", 8));
         {
             const int64_t d1[1] = {2};
             Blob *ib = NULL;
@@ -353,6 +358,7 @@ int main(int argc, char **argv) {
         }
         BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_map_get(m, "i", &out));
         BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_save_safetensors(m, "/tmp/never.safetensors"));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_save_safetensors_sharded(m, "/tmp/never.index.json", 8));
         CHECK(blob_map_len(m, &n) == BLOB_OK && n == 1);
         CHECK(blob_map_free(m) == BLOB_OK);
         BAD(BLOB_ERR_INVALID_HANDLE, "double free", blob_map_free(m));

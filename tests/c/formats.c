@@ -220,6 +220,21 @@ int main(int argc, char **argv) {
         CHECK(blob_map_at(l, 0, 1, &kept) == BLOB_ERR_OUT_OF_RANGE);
         blob_free(got);
         blob_map_free(l);
+        /* Sharded: 8-byte shards put each tensor in a shard of its own; the
+         * index loads them back in the map's order. */
+        CHECK(blob_save_safetensors_sharded(m, join(7, scratch, "w.safetensors.index.json"), 8) == BLOB_OK);
+        CHECK(blob_load_safetensors(NULL, paths[7], true, &l) == BLOB_OK);
+        CHECK(blob_map_len(l, &n) == BLOB_OK && n == 2);
+        CHECK(blob_map_name(l, 0, &name) == BLOB_OK && strcmp(name, "weight") == 0);
+        CHECK(blob_map_metadata_get(l, "total_size", &value) == BLOB_OK && strcmp(value, "40") == 0);
+        CHECK(blob_map_get(l, "bias", &got) == BLOB_OK);
+        CHECK(blob_copy_to_host(got, back2, sizeof back2) == BLOB_OK && memcmp(back2, two, sizeof two) == 0);
+        blob_free(got);
+        blob_map_free(l);
+        CHECK(blob_load_safetensors(NULL, join(7, scratch, "w-00002-of-00002.safetensors"), false, &l) == BLOB_OK);
+        CHECK(blob_map_len(l, &n) == BLOB_OK && n == 1);
+        blob_map_free(l);
+        CHECK(blob_save_safetensors_sharded(m, join(7, scratch, "w.safetensors"), 8) == BLOB_ERR_INVALID_ARGUMENT);
         /* .caffemodel: one layer with weights and bias. */
         CHECK(blob_map_create(&c) == BLOB_OK);
         CHECK(blob_map_push(c, "ip1", w) == BLOB_OK && blob_map_push(c, "ip1", b) == BLOB_OK);
