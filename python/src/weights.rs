@@ -48,7 +48,11 @@ fn key_of(k: &Bound<'_, PyAny>) -> PyResult<String> {
 /// blobs are read-only views of it (``writeable`` is False; ``.copy()``
 /// gives a writable blob); with ``mmap=False`` every tensor is read into a
 /// fresh writable blob. A dtype blobcore lacks raises DTypeError naming
-/// the tensor.
+/// the tensor. A sharded checkpoint loads through its index
+/// (``model.safetensors.index.json``) or its directory: every tensor of
+/// the weight map, in its order, each from its shard; a missing shard, a
+/// tensor absent from its shard, in two shards or not listed, or a wrong
+/// ``total_size`` raises FormatError.
 #[pyfunction]
 #[pyo3(signature = (path, mmap=true, engine=None))]
 pub fn load_safetensors<'py>(py: Python<'py>, path: PathBuf, mmap: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
@@ -64,7 +68,10 @@ pub fn load_safetensors<'py>(py: Python<'py>, path: PathBuf, mmap: bool, engine:
 }
 
 /// The ``__metadata__`` of a safetensors file as a dict of str -> str
-/// (empty when it has none). Maps the file; reads only its header.
+/// (empty when it has none). Maps the file; reads only its header. For a
+/// sharded checkpoint (its index or directory): the index's metadata, with
+/// ``total_size`` checked against the tensors (non-string values as their
+/// JSON text: ``"total_size": "1234"``), then the shards' keys.
 #[pyfunction]
 pub fn safetensors_metadata<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let e = blobcore::Engine::cpu();
@@ -79,9 +86,28 @@ pub fn safetensors_metadata<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bou
 /// Saves a mapping of name -> Blob (or array) as a safetensors file, with
 /// ``metadata`` (a mapping of str -> str) as its ``__metadata__``. Written
 /// atomically: a failed save leaves an existing file as it was.
+///
+/// A ``path`` ending in ``.index.json`` or naming a directory saves a
+/// sharded checkpoint as huggingface_hub splits one: shards of at most
+/// ``max_shard_size`` bytes (an int, or a str such as ``"5GB"``; default
+/// 5 GB) named ``x-00001-of-0000N.safetensors`` after the index
+/// (``model-…`` in a directory, where a single shard is
+/// ``model.safetensors`` with no index), plus the index with
+/// ``total_size``; nothing is replaced until every file is written.
 #[pyfunction]
-#[pyo3(signature = (path, blobs, metadata=None))]
-pub fn save_safetensors(py: Python<'_>, path: PathBuf, blobs: &Bound<'_, PyAny>, metadata: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+#[pyo3(signature = (path, blobs, metadata=None, max_shard_size=None))]
+pub fn save_safetensors(
+    py: Python<'_>,
+    path: PathBuf,
+    blobs: &Bound<'_, PyAny>,
+    metadata: Option<&Bound<'_, PyAny>>,
+    max_shard_size: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let max = match max_shard_size.filter(|m| !m.is_none()) {
+        None => None,
+        Some(m) if m.is_instance_of::<PyString>() => Some(crate::errors::core(blobcore::io::safetensors_index::parse_shard_size(m.cast::<PyString>()?.to_str()?))?),
+        Some(m) => Some(m.extract::<u64>().map_err(|_| raise("InvalidArgumentError", format!("max_shard_size must be a positive int of bytes or a str such as \"5GB\", got {m}")))?),
+    };
     let blobs = as_dict(blobs, "blobs")?;
     let metadata = metadata.filter(|m| !m.is_none()).map(|m| as_dict(m, "metadata")).transpose()?;
     let mut m = BlobMap::new();
@@ -101,7 +127,10 @@ pub fn save_safetensors(py: Python<'_>, path: PathBuf, blobs: &Bound<'_, PyAny>,
             m.set_metadata(key, value);
         }
     }
-    run(py, false, move || m.save_safetensors(&path))
+    run(py, false, move || match max {
+        Some(n) => m.save_safetensors_sharded(&path, n),
+        None => m.save_safetensors(&path),
+    })
 }
 
 /// Loads the learned blobs of a Caffe ``.caffemodel`` as a dict of layer
