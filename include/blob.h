@@ -1000,6 +1000,24 @@ int32_t blob_save_safetensors_sharded(const struct BlobMap *map,
                                       const char *path_,
                                       uint64_t max_shard_size);
 
+// Loads a GGUF file (versions 2 and 3, little-endian): one entry per
+// tensor in file order, as gguf-py's `GGUFReader` gives `tensor.data`
+// (dims reversed into row-major order; F32, F16, BF16, F64 and the
+// integer types typed; block-quantized types as `BLOB_U8` blobs whose
+// last axis holds a row's blocks). With `mmap` the file is mapped in O(1)
+// and the blobs are read-only views of it. A hostile header is
+// `BLOB_ERR_FORMAT`; version 1 or a big-endian file `BLOB_ERR_UNSUPPORTED`.
+int32_t blob_load_gguf(const struct BlobEngine *e,
+                       const char *path_,
+                       bool mmap,
+                       struct BlobMap **out_map);
+
+// Saves the map as a GGUF v3 file (each entry one blob of F32, F16,
+// BF16, F64, I8, I16, I32 or I64; the map's metadata as string
+// key/value pairs; data aligned to 32 bytes), atomically. Another dtype
+// is `BLOB_ERR_DTYPE` naming the tensor.
+int32_t blob_save_gguf(const struct BlobMap *map, const char *path_);
+
 // Loads the learned blobs of a Caffe .caffemodel: one entry per layer
 // with blobs (weights, bias, ...), in file order, with its type; the
 // `layer` and legacy V1 `layers` fields are both read.

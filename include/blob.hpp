@@ -777,6 +777,12 @@ public:
         check(blob_load_safetensors(e ? e->get() : nullptr, path.c_str(), mmap, &h));
         return BlobMap(h);
     }
+    /// Loads a GGUF file's tensors (block-quantized ones as uint8 blocks).
+    static BlobMap load_gguf(const std::string &path, bool mmap = true, const Engine *e = nullptr) {
+        ::BlobMap *h = nullptr;
+        check(blob_load_gguf(e ? e->get() : nullptr, path.c_str(), mmap, &h));
+        return BlobMap(h);
+    }
     /// Loads the learned blobs of a Caffe .caffemodel (layer -> blobs).
     static BlobMap load_caffemodel(const std::string &path, const Engine *e = nullptr) {
         ::BlobMap *h = nullptr;
@@ -790,6 +796,7 @@ public:
         check(blob_save_safetensors_sharded(h_, path.c_str(), max_shard_size));
     }
     void save_caffemodel(const std::string &path) const { check(blob_save_caffemodel(h_, path.c_str())); }
+    void save_gguf(const std::string &path) const { check(blob_save_gguf(h_, path.c_str())); }
 
     size_t size() const { return q<size_t>([&](size_t *o) { return blob_map_len(h_, o); }); }
     std::string name(size_t i) const { return q<const char *>([&](const char **o) { return blob_map_name(h_, i, o); }); }

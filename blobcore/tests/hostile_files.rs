@@ -132,7 +132,7 @@ fn survive(name: &str, decode: Decoder, seed: &[u8], header: usize, must_reject_
                 assert!(m.starts_with(name.split(' ').next().unwrap_or(name)) || m.contains(':'), "{m}");
                 rejected += 1;
             }
-            Err(Error::DType(_)) => rejected += 1,
+            Err(Error::DType(_) | Error::Unsupported(_)) => rejected += 1,
             Err(other) => panic!("{name}: {what}: unexpected error {other:?}"),
         }
     }
@@ -210,6 +210,32 @@ fn safetensors_decoder_survives_mutated_files() {
     let seed = m.to_safetensors_bytes().unwrap();
     let header = 8 + u64::from_le_bytes(seed[..8].try_into().unwrap()) as usize;
     let rejected = survive("safetensors", safetensors_total, &seed, header, true);
+    assert!(rejected > 300, "only {rejected} rejected");
+}
+
+fn gguf_total(e: &Engine, bytes: &[u8]) -> blobcore::Result<Blob> {
+    total_of(e, blobcore::BlobMap::from_gguf_bytes(e, bytes))
+}
+
+#[test]
+fn gguf_decoder_survives_mutated_files() {
+    use blobcore::io::gguf::{GgufArray, GgufValue};
+    let _g = serial();
+    let e = Engine::cpu();
+    let mut m = blobcore::BlobMap::new();
+    let w = weight_map(&e);
+    m.insert("mean", w.blobs("conv1").unwrap()[0].clone());
+    m.insert("steps", Blob::from_slice(&e, &[4], &[1i64, 2, 3, 4]).unwrap());
+    m.insert("half", Blob::from_slice(&e, &[2], &[half::bf16::from_f32(1.5); 2]).unwrap());
+    let meta = vec![
+        ("general.architecture".to_string(), GgufValue::String("test".into())),
+        ("tokens".to_string(), GgufValue::Array(GgufArray::String(vec!["a".into(), "bc".into(), String::new()]))),
+        ("nested".to_string(), GgufValue::Array(GgufArray::Array(vec![GgufArray::U32(vec![1, 2]), GgufArray::F32(vec![0.5])]))),
+        ("eps".to_string(), GgufValue::F32(1e-5)),
+    ];
+    let seed = m.to_gguf_bytes(&meta).unwrap();
+    let h = blobcore::io::gguf::parse_header(&seed).unwrap();
+    let rejected = survive("gguf", gguf_total, &seed, h.data_start as usize, false);
     assert!(rejected > 300, "only {rejected} rejected");
 }
 

@@ -350,6 +350,37 @@ pub extern "C" fn blob_save_safetensors_sharded(map: *const BlobMap, path_: *con
     })
 }
 
+/// Loads a GGUF file (versions 2 and 3, little-endian): one entry per
+/// tensor in file order, as gguf-py's `GGUFReader` gives `tensor.data`
+/// (dims reversed into row-major order; F32, F16, BF16, F64 and the
+/// integer types typed; block-quantized types as `BLOB_U8` blobs whose
+/// last axis holds a row's blocks). With `mmap` the file is mapped in O(1)
+/// and the blobs are read-only views of it. A hostile header is
+/// `BLOB_ERR_FORMAT`; version 1 or a big-endian file `BLOB_ERR_UNSUPPORTED`.
+#[no_mangle]
+pub extern "C" fn blob_load_gguf(e: *const BlobEngine, path_: *const c_char, mmap: bool, out_map: *mut *mut BlobMap) -> i32 {
+    ffi!({
+        let o = out(out_map, "out")?;
+        let e = handles::engine(e)?;
+        let m = blobcore::BlobMap::load_gguf(&e, path(path_)?, mmap)?;
+        put(o, issue(m));
+        Ok(())
+    })
+}
+
+/// Saves the map as a GGUF v3 file (each entry one blob of F32, F16,
+/// BF16, F64, I8, I16, I32 or I64; the map's metadata as string
+/// key/value pairs; data aligned to 32 bytes), atomically. Another dtype
+/// is `BLOB_ERR_DTYPE` naming the tensor.
+#[no_mangle]
+pub extern "C" fn blob_save_gguf(map: *const BlobMap, path_: *const c_char) -> i32 {
+    ffi!({
+        let p = path(path_)?;
+        let m = with(map, |h| Ok(h.map.clone()))?;
+        m.save_gguf(p, &[])
+    })
+}
+
 /// Loads the learned blobs of a Caffe .caffemodel: one entry per layer
 /// with blobs (weights, bias, ...), in file order, with its type; the
 /// `layer` and legacy V1 `layers` fields are both read.

@@ -325,5 +325,14 @@ def save_safetensors(
     """One safetensors file, or with a path ending in ``.index.json`` or a
     directory a sharded checkpoint (shards of at most ``max_shard_size``
     bytes, default 5 GB, plus the index), as huggingface_hub writes one."""
+def load_gguf(path: StrPath, mmap: bool = True, dequantize: bool = False, engine: Engine | None = None) -> dict[str, Blob]:
+    """A GGUF file's tensors in file order, as gguf-py's GGUFReader gives
+    ``tensor.data`` (block-quantized types as uint8 blocks)."""
+def gguf_metadata(path: StrPath) -> dict[str, Any]:
+    """Every key/value pair of a GGUF header, typed (lists for arrays)."""
+def gguf_tensor_info(path: StrPath) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (ggml type name, logical shape in NumPy axis order)."""
+def save_gguf(path: StrPath, tensors: Mapping[str, Blob | npt.ArrayLike], metadata: Mapping[str, Any] | None = None) -> None:
+    """A GGUF v3 file of unquantized tensors, metadata typed as gguf-py types it."""
 def load_caffemodel(path: StrPath, engine: Engine | None = None) -> dict[str, list[Blob]]: ...
 def save_caffemodel(path: StrPath, layers: Mapping[str, Sequence[Blob | npt.ArrayLike]], types: Mapping[str, str] | None = None) -> None: ...

@@ -15,6 +15,7 @@ mod exchange;
 mod exports;
 mod formats;
 mod functions;
+mod gguf;
 mod gil;
 mod handle;
 mod indexing;
@@ -55,6 +56,10 @@ fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(weights::load_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(weights::safetensors_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(weights::save_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(gguf::load_gguf, m)?)?;
+    m.add_function(wrap_pyfunction!(gguf::gguf_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(gguf::gguf_tensor_info, m)?)?;
+    m.add_function(wrap_pyfunction!(gguf::save_gguf, m)?)?;
     m.add_function(wrap_pyfunction!(weights::load_caffemodel, m)?)?;
     m.add_function(wrap_pyfunction!(weights::save_caffemodel, m)?)?;
     Ok(())

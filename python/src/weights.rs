@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 /// A dict value as a blob: a Blob as is, anything else through
 /// ``bc.asblob`` (NumPy arrays are shared when they can be).
-fn as_blob(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<Blob> {
+pub(crate) fn as_blob(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<Blob> {
     if let Ok(b) = v.cast::<PyBlob>() {
         return Ok(b.get().b.clone());
     }
@@ -23,7 +23,7 @@ fn as_blob(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<Blob> {
 }
 
 /// Any mapping (a dict, or anything ``dict()`` takes) as a dict.
-fn as_dict<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn as_dict<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyDict>> {
     if let Ok(d) = obj.cast::<PyDict>() {
         return Ok(d.clone());
     }
@@ -36,7 +36,7 @@ fn as_dict<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyDi
     Ok(made.cast_into::<PyDict>()?)
 }
 
-fn key_of(k: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn key_of(k: &Bound<'_, PyAny>) -> PyResult<String> {
     match k.cast::<PyString>() {
         Ok(s) => Ok(s.to_str()?.to_owned()),
         Err(_) => Err(raise("InvalidArgumentError", format!("names must be str, got {}", k.get_type()))),

@@ -326,6 +326,10 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_safetensors(mfake, "/tmp/x.safetensors"));
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_caffemodel(mfake, "/tmp/x.caffemodel"));
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_safetensors_sharded(mfake, "/tmp/x.index.json", 8));
+        BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_gguf(mfake, "/tmp/x.gguf"));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_gguf(NULL, NULL, true, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, NULL));
         BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors(NULL, "/nonexistent/m.safetensors.index.json", true, &mo));
         CHECK(blob_map_create(&m) == BLOB_OK);
         BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_name(m, 0, &s));
@@ -359,6 +363,8 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_map_get(m, "i", &out));
         BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_save_safetensors(m, "/tmp/never.safetensors"));
         BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_save_safetensors_sharded(m, "/tmp/never.index.json", 8));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 2 blobs", blob_save_gguf(m, "/tmp/never.gguf"));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_save_gguf(m, NULL));
         CHECK(blob_map_len(m, &n) == BLOB_OK && n == 1);
         CHECK(blob_map_free(m) == BLOB_OK);
         BAD(BLOB_ERR_INVALID_HANDLE, "double free", blob_map_free(m));

@@ -1,6 +1,6 @@
 //! File formats: Caffe `BlobProto` ([`caffe`]) and `.caffemodel` weights
 //! ([`caffemodel`]), NeoML blob archives ([`neoml`]), NumPy `.npy`
-//! ([`npy`]), safetensors ([`safetensors`]) and sharded safetensors
+//! ([`npy`]), GGUF ([`gguf`]), safetensors ([`safetensors`]) and sharded safetensors
 //! checkpoints ([`safetensors_index`]).
 //!
 //! Every decoder treats its input as hostile: a size field is checked
@@ -14,6 +14,7 @@
 
 pub mod caffe;
 pub mod caffemodel;
+pub mod gguf;
 pub mod neoml;
 pub mod npy;
 pub mod safetensors;
@@ -107,12 +108,13 @@ pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result
 
 /// A decoding error of the file at `path`, prefixed with the path: Io and
 /// OutOfMemory errors pass through (they name the path already), DType
-/// errors stay DType, anything else is a Format error.
+/// and Unsupported errors keep their kind, anything else is a Format error.
 pub(crate) fn in_file(e: Error, path: &Path) -> Error {
     let m = format!("{}: {}", path.display(), e.message());
     match e {
         Error::Io(_) | Error::OutOfMemory(_) => e,
         Error::DType(_) => Error::DType(m),
+        Error::Unsupported(_) => Error::Unsupported(m),
         _ => Error::Format(m),
     }
 }
