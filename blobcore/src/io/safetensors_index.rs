@@ -244,7 +244,7 @@ pub fn parse_shard_size(text: &str) -> Result<u64> {
     } else {
         let v: f64 = num.parse().map_err(|_| bad())?;
         let b = v * mult;
-        if !(b < 1.8e19) {
+        if b.is_nan() || b >= 1.8e19 {
             return Err(bad());
         }
         b as u64
