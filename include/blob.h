@@ -1005,11 +1005,16 @@ int32_t blob_save_safetensors_sharded(const struct BlobMap *map,
 // (dims reversed into row-major order; F32, F16, BF16, F64 and the
 // integer types typed; block-quantized types as `BLOB_U8` blobs whose
 // last axis holds a row's blocks). With `mmap` the file is mapped in O(1)
-// and the blobs are read-only views of it. A hostile header is
-// `BLOB_ERR_FORMAT`; version 1 or a big-endian file `BLOB_ERR_UNSUPPORTED`.
+// and the blobs are read-only views of it. With `dequantize`, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K tensors become `BLOB_F32` blobs of
+// their logical shape (equal to gguf-py's `gguf.quants.dequantize`);
+// another block type is then `BLOB_ERR_UNSUPPORTED` naming it. A hostile
+// header is `BLOB_ERR_FORMAT`; version 1 or a big-endian file
+// `BLOB_ERR_UNSUPPORTED`.
 int32_t blob_load_gguf(const struct BlobEngine *e,
                        const char *path_,
                        bool mmap,
+                       bool dequantize,
                        struct BlobMap **out_map);
 
 // Saves the map as a GGUF v3 file (each entry one blob of F32, F16,

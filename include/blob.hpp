@@ -778,9 +778,9 @@ public:
         return BlobMap(h);
     }
     /// Loads a GGUF file's tensors (block-quantized ones as uint8 blocks).
-    static BlobMap load_gguf(const std::string &path, bool mmap = true, const Engine *e = nullptr) {
+    static BlobMap load_gguf(const std::string &path, bool mmap = true, bool dequantize = false, const Engine *e = nullptr) {
         ::BlobMap *h = nullptr;
-        check(blob_load_gguf(e ? e->get() : nullptr, path.c_str(), mmap, &h));
+        check(blob_load_gguf(e ? e->get() : nullptr, path.c_str(), mmap, dequantize, &h));
         return BlobMap(h);
     }
     /// Loads the learned blobs of a Caffe .caffemodel (layer -> blobs).

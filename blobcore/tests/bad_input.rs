@@ -198,7 +198,7 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         INVALID_ARGUMENT, "at least one byte", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", f.a.clone()); m.save_safetensors_sharded("/nonexistent/m.index.json", 0) };
         INVALID_ARGUMENT, "holds 2 blobs", |f| { let mut m = blobcore::BlobMap::new(); m.push("x", f.a.clone()); m.push("x", f.a.clone()); m.save_safetensors_sharded("/nonexistent/m.index.json", 8) };
         INVALID_ARGUMENT, "such as \"5GB\"", |f| blobcore::io::safetensors_index::parse_shard_size("5 parsecs").map(|_| ());
-        IO, "nonexistent", |f| blobcore::BlobMap::load_gguf(&f.e, "/nonexistent/x.gguf", true).map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_gguf(&f.e, "/nonexistent/x.gguf", true, false).map(|_| ());
         IO, "nonexistent", |f| blobcore::io::gguf::read_header("/nonexistent/x.gguf").map(|_| ());
         FORMAT, "does not start with GGUF", |f| blobcore::BlobMap::from_gguf_bytes(&f.e, b"GGML\x03\0\0\0").map(|_| ());
         UNSUPPORTED, "version 1", |f| blobcore::BlobMap::from_gguf_bytes(&f.e, b"GGUF\x01\0\0\0").map(|_| ());

@@ -355,14 +355,18 @@ pub extern "C" fn blob_save_safetensors_sharded(map: *const BlobMap, path_: *con
 /// (dims reversed into row-major order; F32, F16, BF16, F64 and the
 /// integer types typed; block-quantized types as `BLOB_U8` blobs whose
 /// last axis holds a row's blocks). With `mmap` the file is mapped in O(1)
-/// and the blobs are read-only views of it. A hostile header is
-/// `BLOB_ERR_FORMAT`; version 1 or a big-endian file `BLOB_ERR_UNSUPPORTED`.
+/// and the blobs are read-only views of it. With `dequantize`, Q4_0,
+/// Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K tensors become `BLOB_F32` blobs of
+/// their logical shape (equal to gguf-py's `gguf.quants.dequantize`);
+/// another block type is then `BLOB_ERR_UNSUPPORTED` naming it. A hostile
+/// header is `BLOB_ERR_FORMAT`; version 1 or a big-endian file
+/// `BLOB_ERR_UNSUPPORTED`.
 #[no_mangle]
-pub extern "C" fn blob_load_gguf(e: *const BlobEngine, path_: *const c_char, mmap: bool, out_map: *mut *mut BlobMap) -> i32 {
+pub extern "C" fn blob_load_gguf(e: *const BlobEngine, path_: *const c_char, mmap: bool, dequantize: bool, out_map: *mut *mut BlobMap) -> i32 {
     ffi!({
         let o = out(out_map, "out")?;
         let e = handles::engine(e)?;
-        let m = blobcore::BlobMap::load_gguf(&e, path(path_)?, mmap)?;
+        let m = blobcore::BlobMap::load_gguf(&e, path(path_)?, mmap, dequantize)?;
         put(o, issue(m));
         Ok(())
     })

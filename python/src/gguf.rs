@@ -20,25 +20,16 @@ use std::path::PathBuf;
 /// BF16, F64, I8, I16, I32 and I64 as typed blobs; block-quantized types
 /// (Q4_0, Q8_0, the K-quants, ...) as uint8 blobs whose last axis holds a
 /// row's blocks. With ``mmap=True`` (the default) the file is mapped in
-/// O(1) and the blobs are read-only views of it. ``dequantize=True`` is
-/// not implemented yet: it raises UnsupportedError naming the first
-/// block-quantized tensor's type (files without one load as usual).
+/// O(1) and the blobs are read-only views of it. With ``dequantize=True``
+/// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K tensors become writable
+/// float32 blobs of their logical shape, equal to
+/// ``gguf.quants.dequantize``; other block types raise UnsupportedError
+/// naming the type (before anything is loaded).
 #[pyfunction]
 #[pyo3(signature = (path, mmap=true, dequantize=false, engine=None))]
 pub fn load_gguf<'py>(py: Python<'py>, path: PathBuf, mmap: bool, dequantize: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
     let e = engine_of(engine)?;
-    let m = run(py, false, move || {
-        if dequantize {
-            let h = gguf::read_header(&path)?;
-            if let Some(t) = h.tensors.iter().find(|t| t.ggml_type.dtype().is_none()) {
-                return Err(blobcore::Error::Unsupported(format!(
-                    "gguf: dequantizing {} (tensor {:?}) is not implemented yet; load with dequantize=False for its blocks",
-                    t.ggml_type.name, t.name
-                )));
-            }
-        }
-        BlobMap::load_gguf(&e, &path, mmap)
-    })?;
+    let m = run(py, false, move || BlobMap::load_gguf(&e, &path, mmap, dequantize))?;
     let d = PyDict::new(py);
     for (name, _, mut blobs) in m.into_entries() {
         if let Some(b) = blobs.pop() {

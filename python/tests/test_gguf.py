@@ -115,12 +115,56 @@ def test_every_metadata_type_reads_as_gguf_py_reads_it(tmp_path):
     assert md["k.u64"] == 2**63 + 5 and md["k.str"] == "héllo" and md["k.arr.nested"] == [[1, 2], [3]]
 
 
-def test_dequantize_is_a_clear_unsupported_error_for_now(tmp_path):
-    p = tmp_path / "q.gguf"
+DEQUANT = [Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+
+
+def blocks_for(rng, qtype, shape, quantize):
+    """Block bytes: gguf-py's quantizer of real-looking weights where it
+    has one (half the time), else random bytes — every bit pattern of a
+    block is a valid block, so random bytes reach every code path — with
+    the f16 scales kept finite so the comparison is of numbers."""
+    if quantize:
+        try:
+            return gguf.quants.quantize((rng.standard_normal(shape) * 0.05).astype(np.float32), qtype)
+        except NotImplementedError:
+            pass
+    raw = tensor_data(rng, qtype, shape)
+    block, size = SIZES[qtype]
+    b = raw.reshape(-1, size)
+    # Clear the exponent's top bit of every f16 field so none is inf/NaN.
+    f16_at = {Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0], Q.Q2_K: [80, 82],
+              Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}[qtype]
+    for off in f16_at:
+        b[:, off + 1] &= 0xBF
+    return raw
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), qtype=st.sampled_from(DEQUANT), rows=st.integers(1, 4), blocks=st.integers(1, 3), quantize=st.booleans(), mmap=st.booleans())
+def test_dequantized_tensors_equal_gguf_quants_dequantize_to_the_bit(tmp_path_factory, seed, qtype, rows, blocks, quantize, mmap):
+    rng = np.random.default_rng(seed)
+    shape = (rows, SIZES[qtype][0] * blocks)
+    data = blocks_for(rng, qtype, shape, quantize)
+    p = tmp_path_factory.mktemp("dq") / "q.gguf"
+    write(p, [("q", qtype, data), ("f", Q.F16, np.ones((2, 2), np.float16))])
+    reader = gguf.GGUFReader(str(p))
+    want = gguf.quants.dequantize(reader.tensors[0].data, qtype)
+    got = bc.load_gguf(p, mmap=mmap, dequantize=True)
+    q = np.asarray(got["q"])
+    assert q.dtype == np.float32 and q.shape == shape == want.shape
+    np.testing.assert_array_equal(q.view(np.uint32), want.astype(np.float32).view(np.uint32))
+    assert got["q"].writeable
+    # Unquantized tensors keep their dtype.
+    assert np.asarray(got["f"]).dtype == np.float16
+
+
+def test_dequantizing_other_block_types_is_a_clear_unsupported_error(tmp_path):
+    p = tmp_path / "iq.gguf"
     rng = np.random.default_rng(0)
-    write(p, [("q", Q.Q4_0, tensor_data(rng, Q.Q4_0, (2, 32)))])
-    with pytest.raises(bc.UnsupportedError, match="Q4_0"):
+    write(p, [("ok", Q.Q8_0, tensor_data(rng, Q.Q8_0, (1, 32))), ("iq", Q.IQ4_NL, tensor_data(rng, Q.IQ4_NL, (2, 32)))])
+    with pytest.raises(bc.UnsupportedError, match="\"iq\" is IQ4_NL"):
         bc.load_gguf(p, dequantize=True)
+    assert np.asarray(bc.load_gguf(p)["iq"]).dtype == np.uint8
 
 
 def header(n_tensors=1, n_kv=0, version=3):

@@ -327,9 +327,9 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_caffemodel(mfake, "/tmp/x.caffemodel"));
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_safetensors_sharded(mfake, "/tmp/x.index.json", 8));
         BAD(BLOB_ERR_INVALID_HANDLE, "BlobMap", blob_save_gguf(mfake, "/tmp/x.gguf"));
-        BAD(BLOB_ERR_IO, "nonexistent", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, &mo));
-        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_gguf(NULL, NULL, true, &mo));
-        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, NULL));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, false, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_gguf(NULL, NULL, true, false, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, false, NULL));
         BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors(NULL, "/nonexistent/m.safetensors.index.json", true, &mo));
         CHECK(blob_map_create(&m) == BLOB_OK);
         BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_name(m, 0, &s));

@@ -237,17 +237,17 @@ int main(int argc, char **argv) {
         CHECK(blob_save_safetensors_sharded(m, join(7, scratch, "w.safetensors"), 8) == BLOB_ERR_INVALID_ARGUMENT);
         /* GGUF: written and read back, mapped and eager. */
         CHECK(blob_save_gguf(m, join(7, scratch, "w.gguf")) == BLOB_OK);
-        CHECK(blob_load_gguf(NULL, paths[7], true, &l) == BLOB_OK);
+        CHECK(blob_load_gguf(NULL, paths[7], true, false, &l) == BLOB_OK);
         CHECK(blob_map_len(l, &n) == BLOB_OK && n == 2);
         CHECK(blob_map_get(l, "weight", &got) == BLOB_OK);
         CHECK(blob_copy_to_host(got, back6, sizeof back6) == BLOB_OK && memcmp(back6, six, sizeof six) == 0);
         blob_free(got);
         blob_map_free(l);
-        CHECK(blob_load_gguf(NULL, paths[7], false, &l) == BLOB_OK);
+        CHECK(blob_load_gguf(NULL, paths[7], false, true, &l) == BLOB_OK);
         CHECK(blob_map_get(l, "bias", &got) == BLOB_OK && blob_copy_to_host(got, back2, sizeof back2) == BLOB_OK && memcmp(back2, two, sizeof two) == 0);
         blob_free(got);
         blob_map_free(l);
-        CHECK(blob_load_gguf(NULL, proto, true, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
+        CHECK(blob_load_gguf(NULL, proto, true, false, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
         /* .caffemodel: one layer with weights and bias. */
         CHECK(blob_map_create(&c) == BLOB_OK);
         CHECK(blob_map_push(c, "ip1", w) == BLOB_OK && blob_map_push(c, "ip1", b) == BLOB_OK);

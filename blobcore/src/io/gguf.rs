@@ -575,27 +575,60 @@ impl BlobMap {
     /// Loads a GGUF file's tensors in file order, each as gguf-py's
     /// `GGUFReader` gives `tensor.data` (see [`crate::io::gguf`]). With
     /// `mmap` the file is mapped in O(1) and the blobs are read-only views
-    /// of it; without, each is read into a fresh writable blob.
-    pub fn load_gguf(engine: &Engine, path: impl AsRef<Path>, mmap: bool) -> Result<BlobMap> {
+    /// of it; without, each is read into a fresh writable blob. With
+    /// `dequantize`, block-quantized tensors (Q4_0, Q4_1, Q5_0, Q5_1,
+    /// Q8_0, Q2_K-Q6_K) become writable f32 blobs of their logical shape,
+    /// equal to gguf-py's `gguf.quants.dequantize`; any other block type
+    /// is an Unsupported error naming it, raised before anything is made.
+    pub fn load_gguf(engine: &Engine, path: impl AsRef<Path>, mmap: bool, dequantize: bool) -> Result<BlobMap> {
         let path = path.as_ref();
         let map = FileMap::open(path, MapMode::ReadOnly)?;
         let h = parse_header(map.bytes()).map_err(|e| in_file(e, path))?;
+        if dequantize {
+            if let Some(t) = h.tensors.iter().find(|t| t.ggml_type.dtype().is_none() && !super::ggml_quants::can_dequantize(t.ggml_type)) {
+                return Err(err!(
+                    Unsupported,
+                    "{}: gguf: tensor {:?} is {}, which blobcore cannot dequantize (it dequantizes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K); load with dequantize=false for its blocks",
+                    path.display(),
+                    t.name,
+                    t.ggml_type.name
+                ));
+            }
+        }
         let mut out = BlobMap::new();
         for t in &h.tensors {
-            let (dtype, dims) = t.stored();
-            let shape = Shape::new(&dims).map_err(|e| in_file(err!(Format, "tensor {:?}: {}", t.name, e.message()), path))?;
-            let b = if mmap {
-                map.blob(engine, dtype, shape, t.offset as usize)?
+            let bytes = &map.bytes()[t.offset as usize..(t.offset + t.n_bytes) as usize];
+            let b = if dequantize && t.ggml_type.dtype().is_none() {
+                dequantized(engine, t, bytes)?
             } else {
-                let b = Blob::new(engine, dtype, shape)?;
-                let at = t.offset as usize;
-                b.copy_from_bytes(&map.bytes()[at..at + t.n_bytes as usize])?;
-                b
+                let (dtype, dims) = t.stored();
+                let shape = Shape::new(&dims).map_err(|e| in_file(err!(Format, "tensor {:?}: {}", t.name, e.message()), path))?;
+                if mmap {
+                    map.blob(engine, dtype, shape, t.offset as usize)?
+                } else {
+                    let b = Blob::new(engine, dtype, shape)?;
+                    b.copy_from_bytes(bytes)?;
+                    b
+                }
             };
             out.insert(t.name.clone(), b);
         }
         Ok(out)
     }
+}
+
+/// A block-quantized tensor as a fresh f32 blob of its logical shape.
+fn dequantized(engine: &Engine, t: &GgufTensorInfo, bytes: &[u8]) -> Result<Blob> {
+    let b = Blob::new(engine, DType::F32, Shape::new(&t.logical_dims())?)?;
+    {
+        let mut w = b.snapshot().into_write()?;
+        let out = w.bytes_mut();
+        // No unsafe: bytemuck checks the f32 view's alignment and length
+        // (blob memory is aligned for its dtype).
+        let out: &mut [f32] = bytemuck::try_cast_slice_mut(out).map_err(|e| err!(Internal, "gguf: f32 view of a new blob: {e}"))?;
+        super::ggml_quants::dequantize(t.ggml_type, bytes, out)?;
+    }
+    Ok(b)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 
 pub mod caffe;
 pub mod caffemodel;
+pub mod ggml_quants;
 pub mod gguf;
 pub mod neoml;
 pub mod npy;
