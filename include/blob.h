@@ -260,6 +260,13 @@ typedef struct BlobEngineStats {
   uint64_t kernels;
 } BlobEngineStats;
 
+// A load's progress callback: told the bytes read so far and in all,
+// on the calling thread, after each piece (8 MiB) the calling thread
+// reads and once more with `done == total` at the end; `user` is the
+// pointer given to the load. Returning `false` cancels the load
+// (`BLOB_ERR_IO`, nothing is returned).
+typedef bool (*BlobProgressFn)(uint64_t done, uint64_t total, void *user);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -983,6 +990,16 @@ int32_t blob_load_safetensors(const struct BlobEngine *e,
                               bool mmap,
                               struct BlobMap **out_map);
 
+// `blob_load_safetensors` reading with all cores and telling `progress`
+// (may be NULL) how far it got; see `BlobProgressFn`. A mapped load
+// reports once, at the end.
+int32_t blob_load_safetensors_progress(const struct BlobEngine *e,
+                                       const char *path_,
+                                       bool mmap,
+                                       BlobProgressFn progress,
+                                       void *user,
+                                       struct BlobMap **out_map);
+
 // Saves the map as a safetensors file (each entry one blob; metadata as
 // `__metadata__`), atomically.
 int32_t blob_save_safetensors(const struct BlobMap *map, const char *path_);
@@ -1017,6 +1034,17 @@ int32_t blob_load_gguf(const struct BlobEngine *e,
                        bool dequantize,
                        struct BlobMap **out_map);
 
+// `blob_load_gguf` telling `progress` (may be NULL) how far it got; see
+// `BlobProgressFn` (dequantized tensors are decoded first and not
+// counted).
+int32_t blob_load_gguf_progress(const struct BlobEngine *e,
+                                const char *path_,
+                                bool mmap,
+                                bool dequantize,
+                                BlobProgressFn progress,
+                                void *user,
+                                struct BlobMap **out_map);
+
 // Saves the map as a GGUF v3 file (each entry one blob of F32, F16,
 // BF16, F64, I8, I16, I32 or I64; the map's metadata as string
 // key/value pairs; data aligned to 32 bytes), atomically. Another dtype
@@ -1029,6 +1057,14 @@ int32_t blob_save_gguf(const struct BlobMap *map, const char *path_);
 int32_t blob_load_caffemodel(const struct BlobEngine *e,
                              const char *path_,
                              struct BlobMap **out_map);
+
+// `blob_load_caffemodel` telling `progress` (may be NULL) how far it
+// got; see `BlobProgressFn`.
+int32_t blob_load_caffemodel_progress(const struct BlobEngine *e,
+                                      const char *path_,
+                                      BlobProgressFn progress,
+                                      void *user,
+                                      struct BlobMap **out_map);
 
 // Saves the map as a .caffemodel (a NetParameter of name, type and
 // float32/float64 blobs per layer), atomically.

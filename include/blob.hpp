@@ -24,6 +24,8 @@
 #include <blob_dlpack.h>
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -698,6 +700,28 @@ inline std::vector< ::Blob *> handles(const std::vector<Blob *> &v) {
     for (Blob *p : v) hs.push_back(p->get());
     return hs;
 }
+
+/// A load's progress callback behind the C one: an exception it throws is
+/// kept (so it never crosses the library), cancels the load, and is
+/// rethrown once the load has returned.
+struct Progress {
+    const std::function<bool(uint64_t, uint64_t)> &f;
+    std::exception_ptr error;
+    static bool call(uint64_t done, uint64_t total, void *user) noexcept {
+        auto *p = static_cast<Progress *>(user);
+        try {
+            return p->f(done, total);
+        } catch (...) {
+            p->error = std::current_exception();
+            return false;
+        }
+    }
+    BlobProgressFn fn() const { return f ? &Progress::call : nullptr; }
+    void finish(int32_t status) const {
+        if (error) std::rethrow_exception(error);
+        check(status);
+    }
+};
 }  // namespace detail
 
 /// Merges `parts` into `to` along `axis` (numpy.concatenate).
@@ -787,6 +811,27 @@ public:
     static BlobMap load_caffemodel(const std::string &path, const Engine *e = nullptr) {
         ::BlobMap *h = nullptr;
         check(blob_load_caffemodel(e ? e->get() : nullptr, path.c_str(), &h));
+        return BlobMap(h);
+    }
+    /// The loads above telling `progress(done, total)` the bytes read (on
+    /// the calling thread; returning false cancels with blob::Error, an
+    /// exception it throws is rethrown after the load stops).
+    static BlobMap load_safetensors(const std::string &path, bool mmap, const std::function<bool(uint64_t, uint64_t)> &progress, const Engine *e = nullptr) {
+        ::BlobMap *h = nullptr;
+        detail::Progress p{progress, nullptr};
+        p.finish(blob_load_safetensors_progress(e ? e->get() : nullptr, path.c_str(), mmap, p.fn(), &p, &h));
+        return BlobMap(h);
+    }
+    static BlobMap load_gguf(const std::string &path, bool mmap, bool dequantize, const std::function<bool(uint64_t, uint64_t)> &progress, const Engine *e = nullptr) {
+        ::BlobMap *h = nullptr;
+        detail::Progress p{progress, nullptr};
+        p.finish(blob_load_gguf_progress(e ? e->get() : nullptr, path.c_str(), mmap, dequantize, p.fn(), &p, &h));
+        return BlobMap(h);
+    }
+    static BlobMap load_caffemodel(const std::string &path, const std::function<bool(uint64_t, uint64_t)> &progress, const Engine *e = nullptr) {
+        ::BlobMap *h = nullptr;
+        detail::Progress p{progress, nullptr};
+        p.finish(blob_load_caffemodel_progress(e ? e->get() : nullptr, path.c_str(), p.fn(), &p, &h));
         return BlobMap(h);
     }
     void save_safetensors(const std::string &path) const { check(blob_save_safetensors(h_, path.c_str())); }

@@ -366,6 +366,11 @@ impl HostRef {
 }
 
 impl HostMut {
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as HostRef::bytes, and our borrow is exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }

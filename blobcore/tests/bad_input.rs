@@ -206,6 +206,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         INVALID_ARGUMENT, "holds 2 blobs", |f| { let mut m = blobcore::BlobMap::new(); m.push("x", f.a.clone()); m.push("x", f.a.clone()); m.save_gguf("/nonexistent/x.gguf", &[]) };
         IO, "nonexistent", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", f.a.clone()); m.save_gguf("/nonexistent/dir/x.gguf", &[]) };
         IO, "nonexistent", |f| blobcore::BlobMap::load_caffemodel(&f.e, "/nonexistent/x.caffemodel").map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_safetensors_with_progress(&f.e, "/nonexistent/x.safetensors", false, Some(&mut |_, _| true)).map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_gguf_with_progress(&f.e, "/nonexistent/x.gguf", false, false, Some(&mut |_, _| true)).map(|_| ());
+        IO, "nonexistent", |f| blobcore::BlobMap::load_caffemodel_with_progress(&f.e, "/nonexistent/x.caffemodel", None).map(|_| ());
         FORMAT, "not a valid message", |f| blobcore::BlobMap::from_caffemodel_bytes(&f.e, &[0xff, 0xff]).map(|_| ());
         INVALID_ARGUMENT, "no entry named", |f| blobcore::BlobMap::new().get("x").map(|_| ());
         INVALID_ARGUMENT, "no entry named", |f| blobcore::BlobMap::new().set_kind("x", "ReLU");

@@ -11,7 +11,7 @@ use crate::handles::{self, Blob, BlobEngine};
 use crate::status::{ffi, out, path, put, text};
 use blobcore::Error;
 use std::collections::BTreeMap;
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::sync::{LazyLock, RwLock};
 
 /// An ordered map of names to blobs with string metadata (opaque; from
@@ -321,6 +321,40 @@ pub extern "C" fn blob_load_safetensors(e: *const BlobEngine, path_: *const c_ch
     })
 }
 
+/// A load's progress callback: told the bytes read so far and in all,
+/// on the calling thread, after each piece (8 MiB) the calling thread
+/// reads and once more with `done == total` at the end; `user` is the
+/// pointer given to the load. Returning `false` cancels the load
+/// (`BLOB_ERR_IO`, nothing is returned).
+pub type BlobProgressFn = Option<unsafe extern "C" fn(done: u64, total: u64, user: *mut c_void) -> bool>;
+
+/// The C callback as the core's progress closure.
+fn progress_of(f: BlobProgressFn, user: *mut c_void) -> Option<impl FnMut(u64, u64) -> bool> {
+    f.map(|f| {
+        move |done, total| {
+            // SAFETY: the caller of the load promised that `f` may be
+            // called with `user` for the duration of the call; it runs on
+            // the calling thread, under no blobcore lock.
+            unsafe { f(done, total, user) }
+        }
+    })
+}
+
+/// `blob_load_safetensors` reading with all cores and telling `progress`
+/// (may be NULL) how far it got; see `BlobProgressFn`. A mapped load
+/// reports once, at the end.
+#[no_mangle]
+pub extern "C" fn blob_load_safetensors_progress(e: *const BlobEngine, path_: *const c_char, mmap: bool, progress: BlobProgressFn, user: *mut c_void, out_map: *mut *mut BlobMap) -> i32 {
+    ffi!({
+        let o = out(out_map, "out")?;
+        let e = handles::engine(e)?;
+        let mut p = progress_of(progress, user);
+        let m = blobcore::BlobMap::load_safetensors_with_progress(&e, path(path_)?, mmap, p.as_mut().map(|p| p as _))?;
+        put(o, issue(m));
+        Ok(())
+    })
+}
+
 /// Saves the map as a safetensors file (each entry one blob; metadata as
 /// `__metadata__`), atomically.
 #[no_mangle]
@@ -372,6 +406,21 @@ pub extern "C" fn blob_load_gguf(e: *const BlobEngine, path_: *const c_char, mma
     })
 }
 
+/// `blob_load_gguf` telling `progress` (may be NULL) how far it got; see
+/// `BlobProgressFn` (dequantized tensors are decoded first and not
+/// counted).
+#[no_mangle]
+pub extern "C" fn blob_load_gguf_progress(e: *const BlobEngine, path_: *const c_char, mmap: bool, dequantize: bool, progress: BlobProgressFn, user: *mut c_void, out_map: *mut *mut BlobMap) -> i32 {
+    ffi!({
+        let o = out(out_map, "out")?;
+        let e = handles::engine(e)?;
+        let mut p = progress_of(progress, user);
+        let m = blobcore::BlobMap::load_gguf_with_progress(&e, path(path_)?, mmap, dequantize, p.as_mut().map(|p| p as _))?;
+        put(o, issue(m));
+        Ok(())
+    })
+}
+
 /// Saves the map as a GGUF v3 file (each entry one blob of F32, F16,
 /// BF16, F64, I8, I16, I32 or I64; the map's metadata as string
 /// key/value pairs; data aligned to 32 bytes), atomically. Another dtype
@@ -394,6 +443,20 @@ pub extern "C" fn blob_load_caffemodel(e: *const BlobEngine, path_: *const c_cha
         let o = out(out_map, "out")?;
         let e = handles::engine(e)?;
         let m = blobcore::BlobMap::load_caffemodel(&e, path(path_)?)?;
+        put(o, issue(m));
+        Ok(())
+    })
+}
+
+/// `blob_load_caffemodel` telling `progress` (may be NULL) how far it
+/// got; see `BlobProgressFn`.
+#[no_mangle]
+pub extern "C" fn blob_load_caffemodel_progress(e: *const BlobEngine, path_: *const c_char, progress: BlobProgressFn, user: *mut c_void, out_map: *mut *mut BlobMap) -> i32 {
+    ffi!({
+        let o = out(out_map, "out")?;
+        let e = handles::engine(e)?;
+        let mut p = progress_of(progress, user);
+        let m = blobcore::BlobMap::load_caffemodel_with_progress(&e, path(path_)?, p.as_mut().map(|p| p as _))?;
         put(o, issue(m));
         Ok(())
     })

@@ -2,7 +2,7 @@
 
 import os
 from types import EllipsisType, TracebackType
-from typing import Any, ClassVar, Iterator, Literal, Mapping, Sequence, SupportsIndex
+from typing import Any, Callable, ClassVar, Iterator, Literal, Mapping, Sequence, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -313,8 +313,12 @@ def load_neoml(path: StrPath, engine: Engine | None = None) -> Blob: ...
 def from_neoml_bytes(data: Buffer, engine: Engine | None = None) -> Blob: ...
 def load_npy(path: StrPath, engine: Engine | None = None, mmap_mode: Literal["r", "r+", "c"] | None = None) -> Blob: ...
 def from_npy_bytes(data: Buffer, engine: Engine | None = None) -> Blob: ...
-def load_safetensors(path: StrPath, mmap: bool = True, engine: Engine | None = None) -> dict[str, Blob]:
-    """A safetensors file, or a sharded checkpoint through its index or directory."""
+def load_safetensors(
+    path: StrPath, mmap: bool = True, engine: Engine | None = None, progress: Callable[[int, int], object] | None = None
+) -> dict[str, Blob]:
+    """A safetensors file, or a sharded checkpoint through its index or
+    directory. ``progress(done, total)`` is told the bytes read; raising in
+    it cancels the load."""
 def safetensors_metadata(path: StrPath) -> dict[str, str]: ...
 def save_safetensors(
     path: StrPath,
@@ -325,7 +329,13 @@ def save_safetensors(
     """One safetensors file, or with a path ending in ``.index.json`` or a
     directory a sharded checkpoint (shards of at most ``max_shard_size``
     bytes, default 5 GB, plus the index), as huggingface_hub writes one."""
-def load_gguf(path: StrPath, mmap: bool = True, dequantize: bool = False, engine: Engine | None = None) -> dict[str, Blob]:
+def load_gguf(
+    path: StrPath,
+    mmap: bool = True,
+    dequantize: bool = False,
+    engine: Engine | None = None,
+    progress: Callable[[int, int], object] | None = None,
+) -> dict[str, Blob]:
     """A GGUF file's tensors in file order, as gguf-py's GGUFReader gives
     ``tensor.data`` (block-quantized types as uint8 blocks)."""
 def gguf_metadata(path: StrPath) -> dict[str, Any]:
@@ -334,5 +344,7 @@ def gguf_tensor_info(path: StrPath) -> dict[str, tuple[str, tuple[int, ...]]]:
     """name -> (ggml type name, logical shape in NumPy axis order)."""
 def save_gguf(path: StrPath, tensors: Mapping[str, Blob | npt.ArrayLike], metadata: Mapping[str, Any] | None = None) -> None:
     """A GGUF v3 file of unquantized tensors, metadata typed as gguf-py types it."""
-def load_caffemodel(path: StrPath, engine: Engine | None = None) -> dict[str, list[Blob]]: ...
+def load_caffemodel(
+    path: StrPath, engine: Engine | None = None, progress: Callable[[int, int], object] | None = None
+) -> dict[str, list[Blob]]: ...
 def save_caffemodel(path: StrPath, layers: Mapping[str, Sequence[Blob | npt.ArrayLike]], types: Mapping[str, str] | None = None) -> None: ...

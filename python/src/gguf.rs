@@ -5,7 +5,7 @@
 
 use crate::engine::{engine_of, PyEngine};
 use crate::errors::raise;
-use crate::gil::run;
+use crate::gil::{run, run_loading};
 use crate::handle::PyBlob;
 use blobcore::io::gguf::{self, GgufArray, GgufValue};
 use blobcore::BlobMap;
@@ -24,12 +24,14 @@ use std::path::PathBuf;
 /// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K-Q6_K tensors become writable
 /// float32 blobs of their logical shape, equal to
 /// ``gguf.quants.dequantize``; other block types raise UnsupportedError
-/// naming the type (before anything is loaded).
+/// naming the type (before anything is loaded). An eager load reads with
+/// all cores; ``progress`` as for ``load_safetensors`` (dequantized
+/// tensors are decoded first and not counted).
 #[pyfunction]
-#[pyo3(signature = (path, mmap=true, dequantize=false, engine=None))]
-pub fn load_gguf<'py>(py: Python<'py>, path: PathBuf, mmap: bool, dequantize: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, mmap=true, dequantize=false, engine=None, progress=None))]
+pub fn load_gguf<'py>(py: Python<'py>, path: PathBuf, mmap: bool, dequantize: bool, engine: Option<PyRef<'_, PyEngine>>, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let e = engine_of(engine)?;
-    let m = run(py, false, move || BlobMap::load_gguf(&e, &path, mmap, dequantize))?;
+    let m = run_loading(py, progress, move |p| BlobMap::load_gguf_with_progress(&e, &path, mmap, dequantize, p))?;
     let d = PyDict::new(py);
     for (name, _, mut blobs) in m.into_entries() {
         if let Some(b) = blobs.pop() {

@@ -3,7 +3,7 @@
 //! `blobcore` (`BlobMap`); this module converts between dicts and maps.
 
 use crate::engine::{engine_of, PyEngine};
-use crate::gil::run;
+use crate::gil::{run, run_loading};
 use crate::handle::PyBlob;
 use crate::errors::raise;
 use blobcore::{Blob, BlobMap};
@@ -52,12 +52,15 @@ pub(crate) fn key_of(k: &Bound<'_, PyAny>) -> PyResult<String> {
 /// (``model.safetensors.index.json``) or its directory: every tensor of
 /// the weight map, in its order, each from its shard; a missing shard, a
 /// tensor absent from its shard, in two shards or not listed, or a wrong
-/// ``total_size`` raises FormatError.
+/// ``total_size`` raises FormatError. An eager load reads with all cores
+/// (every shard together); ``progress``, a callable, is called with
+/// ``(done, total)`` bytes as it goes and once at the end (a mapped load
+/// calls it once); an exception it raises cancels the load and propagates.
 #[pyfunction]
-#[pyo3(signature = (path, mmap=true, engine=None))]
-pub fn load_safetensors<'py>(py: Python<'py>, path: PathBuf, mmap: bool, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, mmap=true, engine=None, progress=None))]
+pub fn load_safetensors<'py>(py: Python<'py>, path: PathBuf, mmap: bool, engine: Option<PyRef<'_, PyEngine>>, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let e = engine_of(engine)?;
-    let m = run(py, false, move || BlobMap::load_safetensors(&e, &path, mmap))?;
+    let m = run_loading(py, progress, move |p| BlobMap::load_safetensors_with_progress(&e, &path, mmap, p))?;
     let d = PyDict::new(py);
     for (name, _, mut blobs) in m.into_entries() {
         if let Some(b) = blobs.pop() {
@@ -137,11 +140,13 @@ pub fn save_safetensors(
 /// name -> list of Blobs (weights, bias, ...), in file order; layers
 /// without blobs are left out, as pycaffe's ``net.params``. Reads both the
 /// ``layer`` and the legacy ``layers`` (V1) fields; legacy blobs are 4-D.
+/// The values are read with all cores; ``progress`` as for
+/// ``load_safetensors``.
 #[pyfunction]
-#[pyo3(signature = (path, engine=None))]
-pub fn load_caffemodel<'py>(py: Python<'py>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, engine=None, progress=None))]
+pub fn load_caffemodel<'py>(py: Python<'py>, path: PathBuf, engine: Option<PyRef<'_, PyEngine>>, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let e = engine_of(engine)?;
-    let m = run(py, false, move || BlobMap::load_caffemodel(&e, &path))?;
+    let m = run_loading(py, progress, move |p| BlobMap::load_caffemodel_with_progress(&e, &path, p))?;
     let d = PyDict::new(py);
     for (name, _, blobs) in m.into_entries() {
         let list = PyList::empty(py);

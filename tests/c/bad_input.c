@@ -331,6 +331,15 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_gguf(NULL, NULL, true, false, &mo));
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_gguf(NULL, "/nonexistent/x.gguf", true, false, NULL));
         BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors(NULL, "/nonexistent/m.safetensors.index.json", true, &mo));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_safetensors_progress(NULL, "/nonexistent/x.safetensors", false, NULL, NULL, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_safetensors_progress(NULL, NULL, false, NULL, NULL, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_safetensors_progress(NULL, "/nonexistent/x.safetensors", false, NULL, NULL, NULL));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_gguf_progress(NULL, "/nonexistent/x.gguf", false, false, NULL, NULL, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_gguf_progress(NULL, NULL, false, false, NULL, NULL, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_gguf_progress(NULL, "/nonexistent/x.gguf", false, false, NULL, NULL, NULL));
+        BAD(BLOB_ERR_IO, "nonexistent", blob_load_caffemodel_progress(NULL, "/nonexistent/x.caffemodel", NULL, NULL, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_caffemodel_progress(NULL, NULL, NULL, NULL, &mo));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_caffemodel_progress(NULL, "/nonexistent/x.caffemodel", NULL, NULL, NULL));
         CHECK(blob_map_create(&m) == BLOB_OK);
         BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_name(m, 0, &s));
         BAD(BLOB_ERR_OUT_OF_RANGE, "entry 0", blob_map_kind(m, 0, &s));

@@ -27,6 +27,22 @@ static long file_size(const char *path) {
     return n;
 }
 
+/* What a progress callback was told. */
+struct progress_log {
+    int calls;
+    uint64_t last_done, last_total;
+    bool rising, cancel;
+};
+
+static bool record_progress(uint64_t done, uint64_t total, void *user) {
+    struct progress_log *log = user;
+    log->rising = log->calls == 0 ? true : log->rising && done > log->last_done && total == log->last_total;
+    log->calls++;
+    log->last_done = done;
+    log->last_total = total;
+    return !log->cancel;
+}
+
 int main(int argc, char **argv) {
     static float f32[N], g32[N];
     static double f64[N];
@@ -220,6 +236,23 @@ int main(int argc, char **argv) {
         CHECK(blob_map_at(l, 0, 1, &kept) == BLOB_ERR_OUT_OF_RANGE);
         blob_free(got);
         blob_map_free(l);
+        /* With a progress callback: told (done, total) bytes, ending at
+         * (40, 40); returning false cancels (BLOB_ERR_IO, nothing out). */
+        {
+            struct progress_log log = {0};
+            CHECK(blob_load_safetensors_progress(NULL, paths[7], false, record_progress, &log, &l) == BLOB_OK);
+            CHECK(log.calls >= 1 && log.last_done == 40 && log.last_total == 40 && log.rising);
+            blob_map_free(l);
+            log = (struct progress_log){0};
+            CHECK(blob_load_safetensors_progress(NULL, paths[7], true, record_progress, &log, &l) == BLOB_OK);
+            CHECK(log.calls == 1 && log.last_done == 40);
+            blob_map_free(l);
+            log = (struct progress_log){.cancel = true};
+            CHECK(blob_load_safetensors_progress(NULL, paths[7], false, record_progress, &log, &keep_sentinel) == BLOB_ERR_IO);
+            CHECK(keep_sentinel == (BlobMap *)&failures && log.calls == 1);
+            CHECK(blob_load_safetensors_progress(NULL, paths[7], false, NULL, NULL, &l) == BLOB_OK);
+            blob_map_free(l);
+        }
         /* Sharded: 8-byte shards put each tensor in a shard of its own; the
          * index loads them back in the map's order. */
         CHECK(blob_save_safetensors_sharded(m, join(7, scratch, "w.safetensors.index.json"), 8) == BLOB_OK);
@@ -248,6 +281,12 @@ int main(int argc, char **argv) {
         blob_free(got);
         blob_map_free(l);
         CHECK(blob_load_gguf(NULL, proto, true, false, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
+        {
+            struct progress_log log = {0};
+            CHECK(blob_load_gguf_progress(NULL, paths[7], false, false, record_progress, &log, &l) == BLOB_OK);
+            CHECK(log.last_done == 40 && log.last_total == 40 && log.rising);
+            blob_map_free(l);
+        }
         /* .caffemodel: one layer with weights and bias. */
         CHECK(blob_map_create(&c) == BLOB_OK);
         CHECK(blob_map_push(c, "ip1", w) == BLOB_OK && blob_map_push(c, "ip1", b) == BLOB_OK);
@@ -262,6 +301,14 @@ int main(int argc, char **argv) {
         CHECK(blob_map_at(l, 0, 1, &got) == BLOB_OK && blob_dtype(got, &dtype) == BLOB_OK && dtype == BLOB_F64);
         blob_free(got);
         blob_map_free(l);
+        {
+            struct progress_log log = {0};
+            CHECK(blob_load_caffemodel_progress(NULL, paths[7], record_progress, &log, &l) == BLOB_OK);
+            CHECK(log.last_done == 40 && log.last_total == 40 && log.rising);
+            CHECK(blob_map_at(l, 0, 0, &got) == BLOB_OK && blob_copy_to_host(got, back6, sizeof back6) == BLOB_OK && memcmp(back6, six, sizeof six) == 0);
+            blob_free(got);
+            blob_map_free(l);
+        }
         /* Bad input changes nothing. */
         CHECK(blob_load_safetensors(NULL, proto, true, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
         CHECK(blob_load_caffemodel(NULL, proto, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);

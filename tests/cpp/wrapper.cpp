@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 static int failures = 0;
@@ -197,6 +198,25 @@ int main(int argc, char **argv) {
             CHECK(loaded.count(0) == 2 && loaded.kind(0) == "InnerProduct" && loaded.at(0, 1).asum() == 3.0);
             CHECK(status_of([&] { loaded.get("ip"); }) == BLOB_ERR_INVALID_ARGUMENT);
             CHECK(status_of([&] { blob::BlobMap::load_caffemodel(dir + "/wrapper.safetensors"); }) == BLOB_ERR_FORMAT);
+            // Progress: told (done, total) bytes; false cancels; an
+            // exception thrown in it comes out of the load unchanged.
+            uint64_t last = 0, total = 0;
+            auto told = blob::BlobMap::load_safetensors(dir + "/wrapper.safetensors", false, [&](uint64_t d, uint64_t t) {
+                last = d;
+                total = t;
+                return true;
+            });
+            CHECK(told.size() == 1 && last == total && total == (uint64_t)f.object_count() * 4);
+            CHECK(blob::BlobMap::load_caffemodel(dir + "/wrapper.caffemodel", [&](uint64_t d, uint64_t) { return d > 0; }).count(0) == 2);
+            CHECK(status_of([&] { blob::BlobMap::load_gguf(dir + "/wrapper.safetensors", false, false, [](uint64_t, uint64_t) { return true; }); }) == BLOB_ERR_FORMAT);
+            CHECK(status_of([&] { blob::BlobMap::load_safetensors(dir + "/wrapper.safetensors", false, [](uint64_t, uint64_t) { return false; }); }) == BLOB_ERR_IO);
+            bool thrown = false;
+            try {
+                blob::BlobMap::load_caffemodel(dir + "/wrapper.caffemodel", [](uint64_t, uint64_t) -> bool { throw std::runtime_error("stop"); });
+            } catch (const std::runtime_error &e) {
+                thrown = std::string(e.what()) == "stop";
+            }
+            CHECK(thrown);
         }
         CHECK(blob::Blob::load_neoml(dir + "/wrapper.neoml").rank() == 7);
         CHECK(blob::Blob::from_caffe_bytes(f.to_caffe_bytes()).asum() == 3.0);

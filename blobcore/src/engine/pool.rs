@@ -70,3 +70,14 @@ pub(crate) fn threads() -> usize {
         None => rayon::current_num_threads(),
     }
 }
+
+/// Runs `f` on the calling thread with a scope whose spawned jobs run on
+/// this process's worker pool; returns once they have all finished. Unlike
+/// [`install`], the calling thread stays itself (it may call back into its
+/// caller, e.g. to report progress) and works alongside the pool.
+pub(crate) fn in_place_scope<'s, R>(f: impl FnOnce(&rayon::Scope<'s>) -> R) -> R {
+    match pool() {
+        Some(p) => p.in_place_scope(f),
+        None => rayon::in_place_scope(f),
+    }
+}

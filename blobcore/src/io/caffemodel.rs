@@ -7,9 +7,9 @@
 //! own legacy `layer` = 1 is a `V0LayerParameter`), and of each layer only
 //! its name, type and blobs. Every other field is skipped unparsed, and the
 //! blobs' packed values are taken as byte slices of the input (no decoded
-//! copy): the file is memory-mapped, each blob's values are copied once into
-//! its new blob, and the pages read are then released, so loading holds
-//! about one copy of the weights. Blob shapes follow Caffe's `FromProto`
+//! copy): the file is memory-mapped to decode the messages' framing, and
+//! each blob's values are then read once into its new blob with all cores
+//! at once ([`crate::io::eager`]), so loading holds one copy of the weights. Blob shapes follow Caffe's `FromProto`
 //! (legacy num/channels/height/width blobs load as 4-D); values are f32, or
 //! f64 for `double_data`; a diff is loaded when present.
 //!
@@ -26,6 +26,7 @@ use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::io::caffe::{BlobProto, BlobShape};
+use crate::io::eager::{Progress, ReadPlan};
 use crate::io::{byte_order, in_file, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use bytes::Bytes;
@@ -192,11 +193,33 @@ fn total(chunks: &[Bytes]) -> usize {
     chunks.iter().map(Bytes::len).sum()
 }
 
+/// Where a blob's packed values come from.
+enum Fill<'p> {
+    /// Copied out of the decoded bytes at once.
+    Copy,
+    /// Read from the file by `plan` (an eager load): `file` is the file's
+    /// number in the plan, `base` the address of its first byte in the
+    /// map the bytes are slices of.
+    Plan { plan: &'p mut ReadPlan, file: usize, base: usize },
+}
+
 /// Copies packed little-endian values into `blob` (whose byte size the
-/// caller checked), converting the byte order on big-endian hosts.
-fn store(blob: &Blob, chunks: &[Bytes]) -> Result<()> {
+/// caller checked), converting the byte order on big-endian hosts — now,
+/// or by the plan of an eager load.
+fn store(blob: &Blob, chunks: &[Bytes], fill: &mut Fill<'_>) -> Result<()> {
     let es = blob.dtype().size();
     let mut w = blob.snapshot().into_write()?;
+    if let Fill::Plan { plan, file, base } = fill {
+        let mut pieces = Vec::with_capacity(chunks.len());
+        let mut at = 0usize;
+        for c in chunks.iter().filter(|c| !c.is_empty()) {
+            // Every non-empty chunk is a slice of the mapped file.
+            let off = (c.as_ptr() as usize).checked_sub(*base).ok_or_else(|| err!(Internal, "{FORMAT}: packed values outside the mapped file"))?;
+            pieces.push((off as u64, at, c.len()));
+            at += c.len();
+        }
+        return plan.read_pieces(*file, w, pieces, es);
+    }
     let mut dst = w.bytes_mut();
     for c in chunks {
         let (head, rest) = dst.split_at_mut(c.len());
@@ -208,7 +231,7 @@ fn store(blob: &Blob, chunks: &[Bytes]) -> Result<()> {
 
 impl PackedBlob {
     /// The blob this message describes; Format errors as for BlobProto.
-    fn to_blob(&self, engine: &Engine) -> Result<Blob> {
+    fn to_blob(&self, engine: &Engine, fill: &mut Fill<'_>) -> Result<Blob> {
         let shape = BlobProto {
             shape: self.shape.clone(),
             num: self.num,
@@ -238,14 +261,15 @@ impl PackedBlob {
             check(diff, diff_es, "diff")?;
         }
         let blob = Blob::new(engine, dtype, shape)?;
-        store(&blob, data)?;
+        store(&blob, data, fill)?;
         if has_diff {
             if diff_es == dtype.size() {
-                store(&blob.diff()?, diff)?;
+                store(&blob.diff()?, diff, fill)?;
             } else {
-                // A diff in the other precision: convert through a blob of its own.
+                // A diff in the other precision: convert through a blob of
+                // its own, filled now.
                 let d = Blob::new(engine, if diff_es == 8 { DType::F64 } else { DType::F32 }, blob.shape())?;
-                store(&d, diff)?;
+                store(&d, diff, &mut Fill::Copy)?;
                 blob.diff()?.copy_from(&d.cast(dtype)?)?;
             }
         }
@@ -255,9 +279,9 @@ impl PackedBlob {
 
 /// Decodes one layer blob: packed (zero-copy) or, failing that, as a full
 /// `BlobProto` (unpacked values).
-fn decode_blob(engine: &Engine, bytes: &Bytes) -> Result<Blob> {
+fn decode_blob(engine: &Engine, bytes: &Bytes, fill: &mut Fill<'_>) -> Result<Blob> {
     match PackedBlob::decode(bytes.clone()) {
-        Ok(p) => p.to_blob(engine),
+        Ok(p) => p.to_blob(engine, fill),
         Err(_) => BlobProto::decode_bytes(bytes)?.to_blob(engine),
     }
 }
@@ -284,9 +308,8 @@ fn layers(net: NetParameter) -> Result<Vec<(String, String, Vec<Bytes>)>> {
     Ok(out)
 }
 
-/// Decodes a net held in `bytes` into blobs; `done(range)` is told the
-/// bytes of each layer once its blobs are copied out.
-fn decode_net(engine: &Engine, bytes: Bytes, mut done: impl FnMut(&[Bytes])) -> Result<BlobMap> {
+/// Decodes a net held in `bytes` into blobs, filled as `fill` says.
+fn decode_net(engine: &Engine, bytes: Bytes, fill: &mut Fill<'_>) -> Result<BlobMap> {
     let net = NetParameter::decode(bytes).map_err(|e| err!(Format, "{FORMAT}: not a valid message: {e}"))?;
     let mut map = BlobMap::new();
     for (name, kind, blobs) in layers(net)? {
@@ -296,12 +319,10 @@ fn decode_net(engine: &Engine, bytes: Bytes, mut done: impl FnMut(&[Bytes])) -> 
         if map.position(&name).is_some() {
             return Err(err!(Format, "{FORMAT}: two layers with blobs are named {name:?}"));
         }
-        let decoded = blobs
-            .iter()
-            .enumerate()
-            .map(|(i, b)| decode_blob(engine, b).map_err(|e| err!(Format, "layer {name:?}, blob {i}: {}", e.message())))
-            .collect::<Result<Vec<_>>>()?;
-        done(&blobs);
+        let mut decoded = Vec::with_capacity(blobs.len());
+        for (i, b) in blobs.iter().enumerate() {
+            decoded.push(decode_blob(engine, b, fill).map_err(|e| err!(Format, "layer {name:?}, blob {i}: {}", e.message()))?);
+        }
         map.insert_all(name, kind, decoded);
     }
     Ok(map)
@@ -310,25 +331,31 @@ fn decode_net(engine: &Engine, bytes: Bytes, mut done: impl FnMut(&[Bytes])) -> 
 impl BlobMap {
     /// Loads the learned blobs of a Caffe `.caffemodel` (see the module
     /// docs): layer name -> [weights, bias, ...], in file order, layers
-    /// without blobs left out. The file is mapped, not read into memory,
-    /// so loading holds about one copy of the weights.
+    /// without blobs left out. The file is mapped to decode its messages
+    /// (only their framing is touched), and the values are then read into
+    /// the new blobs with all cores at once (see [`crate::io::eager`]), so
+    /// loading holds one copy of the weights.
     pub fn load_caffemodel(engine: &Engine, path: impl AsRef<Path>) -> Result<BlobMap> {
+        Self::load_caffemodel_with_progress(engine, path, None)
+    }
+
+    /// [`BlobMap::load_caffemodel`] telling `progress` the bytes read so
+    /// far and in all; returning `false` cancels the load (an Io error).
+    pub fn load_caffemodel_with_progress(engine: &Engine, path: impl AsRef<Path>, progress: Option<Progress<'_>>) -> Result<BlobMap> {
         let path = path.as_ref();
         let map = FileMap::open(path, MapMode::ReadOnly)?;
         let base = map.bytes().as_ptr() as usize;
-        let release = Arc::clone(&map);
         let bytes = Bytes::from_owner(MapBytes(map));
-        decode_net(engine, bytes, |blobs| {
-            for b in blobs {
-                release.release_pages(b.as_ptr() as usize - base, b.len());
-            }
-        })
-        .map_err(|e| in_file(e, path))
+        let mut plan = ReadPlan::new();
+        let (file, _) = plan.open(path)?;
+        let m = decode_net(engine, bytes, &mut Fill::Plan { plan: &mut plan, file, base }).map_err(|e| in_file(e, path))?;
+        plan.run(progress)?;
+        Ok(m)
     }
 
     /// Decodes a `.caffemodel` held in memory.
     pub fn from_caffemodel_bytes(engine: &Engine, bytes: &[u8]) -> Result<BlobMap> {
-        decode_net(engine, Bytes::copy_from_slice(bytes), |_| {})
+        decode_net(engine, Bytes::copy_from_slice(bytes), &mut Fill::Copy)
     }
 
     /// Writes the map as a `.caffemodel`: a `NetParameter` whose `layer`

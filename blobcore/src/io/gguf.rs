@@ -27,6 +27,7 @@ use crate::blob_map::BlobMap;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Result};
+use crate::io::eager::{report_done, Progress, ReadPlan};
 use crate::io::{in_file, Cursor};
 use crate::mapped::{FileMap, MapMode};
 use crate::shape::Shape;
@@ -581,6 +582,15 @@ impl BlobMap {
     /// equal to gguf-py's `gguf.quants.dequantize`; any other block type
     /// is an Unsupported error naming it, raised before anything is made.
     pub fn load_gguf(engine: &Engine, path: impl AsRef<Path>, mmap: bool, dequantize: bool) -> Result<BlobMap> {
+        Self::load_gguf_with_progress(engine, path, mmap, dequantize, None)
+    }
+
+    /// [`BlobMap::load_gguf`] telling `progress` the bytes read so far and
+    /// in all (see [`crate::io::eager`]); returning `false` cancels the
+    /// load (an Io error). An eager load reads the tensors with all cores
+    /// at once; dequantized tensors are decoded from the mapped file first
+    /// and not counted; a mapped load reports `(total, total)` once.
+    pub fn load_gguf_with_progress(engine: &Engine, path: impl AsRef<Path>, mmap: bool, dequantize: bool, progress: Option<Progress<'_>>) -> Result<BlobMap> {
         let path = path.as_ref();
         let map = FileMap::open(path, MapMode::ReadOnly)?;
         let h = parse_header(map.bytes()).map_err(|e| in_file(e, path))?;
@@ -596,6 +606,8 @@ impl BlobMap {
             }
         }
         let mut out = BlobMap::new();
+        let mut plan = ReadPlan::new();
+        let file = if mmap { 0 } else { plan.open(path)?.0 };
         for t in &h.tensors {
             let bytes = &map.bytes()[t.offset as usize..(t.offset + t.n_bytes) as usize];
             let b = if dequantize && t.ggml_type.dtype().is_none() {
@@ -607,11 +619,16 @@ impl BlobMap {
                     map.blob(engine, dtype, shape, t.offset as usize)?
                 } else {
                     let b = Blob::new(engine, dtype, shape)?;
-                    b.copy_from_bytes(bytes)?;
+                    plan.read_blob(file, t.offset, &b)?;
                     b
                 }
             };
             out.insert(t.name.clone(), b);
+        }
+        if mmap {
+            report_done(progress, h.tensors.iter().map(|t| t.n_bytes).sum())?;
+        } else {
+            plan.run(progress)?;
         }
         Ok(out)
     }

@@ -14,6 +14,7 @@
 
 pub mod caffe;
 pub mod caffemodel;
+pub mod eager;
 pub mod ggml_quants;
 pub mod gguf;
 pub mod neoml;

@@ -25,6 +25,7 @@ use crate::blob_map::BlobMap;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
+use crate::io::eager::{report_done, Progress, ReadPlan};
 use crate::io::{file_shape, in_file, io_err, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use crate::shape::Shape;
@@ -118,8 +119,13 @@ fn parse(json: &[u8], file_len: u64) -> Result<Header> {
             file_len - data_start as u64
         ));
     }
+    // File order: by offset, then (empty tensors share offsets, and the
+    // crate breaks such ties in hash order) by length and name, so the
+    // order is the same on every load.
+    let mut keys = meta.offset_keys();
+    keys.sort_by_cached_key(|k| (meta.info(k).map(|i| i.data_offsets), k.clone()));
     let mut tensors = Vec::new();
-    for name in meta.offset_keys() {
+    for name in keys {
         let info = meta.info(&name).ok_or_else(|| err!(Internal, "{FORMAT}: {name:?} vanished from its header"))?;
         let dtype = dtype_of(&name, info.dtype)?;
         let dims: Vec<i64> = info.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
@@ -177,29 +183,52 @@ impl BlobMap {
     /// directory holding it (else the directory's `model.safetensors`);
     /// see [`crate::io::safetensors_index`].
     pub fn load_safetensors(engine: &Engine, path: impl AsRef<Path>, mmap: bool) -> Result<BlobMap> {
+        Self::load_safetensors_with_progress(engine, path, mmap, None)
+    }
+
+    /// [`BlobMap::load_safetensors`] telling `progress` the bytes read so
+    /// far and in all, from the calling thread (see [`crate::io::eager`]);
+    /// returning `false` cancels the load (an Io error). An eager load
+    /// reads the tensors with all cores at once (of every shard of a
+    /// sharded checkpoint together); a mapped one reads nothing and
+    /// reports `(total, total)` once.
+    pub fn load_safetensors_with_progress(engine: &Engine, path: impl AsRef<Path>, mmap: bool, progress: Option<Progress<'_>>) -> Result<BlobMap> {
         let path = path.as_ref();
         match super::safetensors_index::resolve(path)? {
-            super::safetensors_index::Source::Index(index) => super::safetensors_index::load(engine, &index, mmap),
-            super::safetensors_index::Source::File(file) => Self::load_safetensors_file(engine, &file, mmap),
+            super::safetensors_index::Source::Index(index) => super::safetensors_index::load(engine, &index, mmap, progress),
+            super::safetensors_index::Source::File(file) => {
+                if mmap {
+                    let m = Self::map_safetensors_file(engine, &file)?;
+                    report_done(progress, m.entries().iter().flat_map(|e| e.blobs()).map(|b| b.byte_size() as u64).sum())?;
+                    return Ok(m);
+                }
+                let mut plan = ReadPlan::new();
+                let m = Self::plan_safetensors_file(engine, &file, &mut plan)?;
+                plan.run(progress)?;
+                Ok(m)
+            }
         }
     }
 
-    /// Loads one safetensors file (not an index).
-    pub(crate) fn load_safetensors_file(engine: &Engine, path: &Path, mmap: bool) -> Result<BlobMap> {
-        if mmap {
-            let map = FileMap::open(path, MapMode::ReadOnly)?;
-            let h = parse_bytes(map.bytes()).map_err(|e| in_file(e, path))?;
-            let mut m = new_map(&h);
-            for t in h.tensors {
-                let b = map.blob(engine, t.dtype, t.shape, t.start)?;
-                m.insert(t.name, b);
-            }
-            return Ok(m);
+    /// Maps one safetensors file (not an index): blobs are read-only views.
+    pub(crate) fn map_safetensors_file(engine: &Engine, path: &Path) -> Result<BlobMap> {
+        let map = FileMap::open(path, MapMode::ReadOnly)?;
+        let h = parse_bytes(map.bytes()).map_err(|e| in_file(e, path))?;
+        let mut m = new_map(&h);
+        for t in h.tensors {
+            let b = map.blob(engine, t.dtype, t.shape, t.start)?;
+            m.insert(t.name, b);
         }
+        Ok(m)
+    }
+
+    /// Reads one safetensors file's header (not an index) and plans reading
+    /// its tensors into fresh blobs: the map returned holds them, filled
+    /// once `plan` has run.
+    pub(crate) fn plan_safetensors_file(engine: &Engine, path: &Path, plan: &mut ReadPlan) -> Result<BlobMap> {
         let io = |e: std::io::Error| err!(Io, "{}: {e}", path.display());
-        let file = std::fs::File::open(path).map_err(io)?;
-        let file_len = file.metadata().map_err(io)?.len();
-        let mut r = std::io::BufReader::with_capacity(1 << 20, file);
+        let (fi, file_len) = plan.open(path)?;
+        let mut r = std::fs::File::open(path).map_err(io)?;
         let mut first = [0u8; 8];
         if file_len < 8 {
             return Err(in_file(err!(Format, "{FORMAT}: {file_len} bytes is too short for the header length"), path));
@@ -212,10 +241,7 @@ impl BlobMap {
         let mut m = new_map(&h);
         for t in h.tensors {
             let b = Blob::new(engine, t.dtype, t.shape)?;
-            {
-                let mut w = b.snapshot().into_write()?;
-                r.read_exact(w.bytes_mut()).map_err(io)?;
-            }
+            plan.read_blob(fi, t.start as u64, &b)?;
             m.insert(t.name, b);
         }
         Ok(m)

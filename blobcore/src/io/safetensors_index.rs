@@ -34,6 +34,7 @@
 use crate::blob_map::BlobMap;
 use crate::engine::Engine;
 use crate::error::{err, Result};
+use crate::io::eager::{report_done, Progress, ReadPlan};
 use crate::io::{read_file, TempFile};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -152,7 +153,7 @@ fn read_index(path: &Path) -> Result<Index> {
 }
 
 /// Loads every tensor the index at `path` names (see the module docs).
-pub(crate) fn load(engine: &Engine, path: &Path, mmap: bool) -> Result<BlobMap> {
+pub(crate) fn load(engine: &Engine, path: &Path, mmap: bool, progress: Option<Progress<'_>>) -> Result<BlobMap> {
     let index = read_index(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     // The shards, once each, in order of first mention.
@@ -164,12 +165,14 @@ pub(crate) fn load(engine: &Engine, path: &Path, mmap: bool) -> Result<BlobMap> 
     }
     let mut found: HashMap<String, (usize, crate::blob::Blob)> = HashMap::new();
     let mut shard_meta: Vec<(String, String)> = Vec::new();
+    // Eager loads read every shard's tensors together, once all is checked.
+    let mut plan = ReadPlan::new();
     for (i, shard) in shards.iter().enumerate() {
         let file = dir.join(shard);
         if !file.is_file() {
             return Err(bad(path, format!("shard {shard:?} does not exist (looked for {})", file.display())));
         }
-        let m = BlobMap::load_safetensors_file(engine, &file, mmap)?;
+        let m = if mmap { BlobMap::map_safetensors_file(engine, &file)? } else { BlobMap::plan_safetensors_file(engine, &file, &mut plan)? };
         for (k, v) in m.metadata() {
             if !shard_meta.iter().any(|(q, _)| q == k) {
                 shard_meta.push((k.clone(), v.clone()));
@@ -214,6 +217,11 @@ pub(crate) fn load(engine: &Engine, path: &Path, mmap: bool) -> Result<BlobMap> 
         if out.metadata_value(&k).is_none() {
             out.set_metadata(k, v);
         }
+    }
+    if mmap {
+        report_done(progress, total as u64)?;
+    } else {
+        plan.run(progress)?;
     }
     Ok(out)
 }
