@@ -333,7 +333,12 @@ fn array(c: &mut Cursor<'_>, what: &str, depth: usize) -> Result<GgufArray> {
 
 /// Parses and checks the header of a whole file held in `bytes`.
 pub fn parse_header(bytes: &[u8]) -> Result<GgufHeader> {
-    let mut c = Cursor::new(bytes, FORMAT);
+    parse_in(&mut Cursor::new(bytes, FORMAT))
+}
+
+/// [`parse_header`] from a cursor over the file or a prefix of it.
+fn parse_in(c: &mut Cursor<'_>) -> Result<GgufHeader> {
+    let c = &mut *c;
     let magic = c.array::<4>("the magic")?;
     if &magic != b"GGUF" {
         return Err(err!(Format, "{FORMAT}: the file does not start with GGUF (found {magic:?})"));
@@ -345,8 +350,8 @@ pub fn parse_header(bytes: &[u8]) -> Result<GgufHeader> {
     if version != 2 && version != 3 {
         return Err(err!(Unsupported, "{FORMAT}: version {version}; blobcore reads versions 2 and 3"));
     }
-    let n_tensors = u64_le(&mut c, "the tensor count")?;
-    let n_kv = u64_le(&mut c, "the key/value count")?;
+    let n_tensors = u64_le(c, "the tensor count")?;
+    let n_kv = u64_le(c, "the key/value count")?;
     // Each pair takes at least 8 (key length) + 4 (type) + 1 bytes, each
     // tensor info 8 + 4 + 4 + 8.
     if n_kv.checked_mul(13).is_none_or(|b| b > c.remaining() as u64) {
@@ -358,9 +363,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<GgufHeader> {
     let mut metadata: Vec<(String, GgufValue)> = Vec::with_capacity(n_kv.min(1024) as usize);
     let mut keys = std::collections::HashSet::new();
     for i in 0..n_kv {
-        let key = string(&mut c, &format!("key {i}"))?;
+        let key = string(c, &format!("key {i}"))?;
         let t = c.u32_le("a value type")?;
-        let v = value(&mut c, t, &format!("key {key:?}"))?;
+        let v = value(c, t, &format!("key {key:?}"))?;
         if !keys.insert(key.clone()) {
             return Err(err!(Format, "{FORMAT}: key {key:?} appears twice"));
         }
@@ -374,18 +379,18 @@ pub fn parse_header(bytes: &[u8]) -> Result<GgufHeader> {
     let mut infos = Vec::with_capacity(n_tensors.min(1024) as usize);
     let mut names = std::collections::HashSet::new();
     for i in 0..n_tensors {
-        let name = string(&mut c, &format!("tensor {i}'s name"))?;
+        let name = string(c, &format!("tensor {i}'s name"))?;
         let n_dims = c.u32_le("n_dims")?;
         if n_dims > MAX_DIMS {
             return Err(err!(Format, "{FORMAT}: tensor {name:?} has {n_dims} dims (at most {MAX_DIMS})"));
         }
         let mut ne = Vec::with_capacity(n_dims as usize); // at most MAX_DIMS
         for _ in 0..n_dims {
-            ne.push(u64_le(&mut c, "a dim")?);
+            ne.push(u64_le(c, "a dim")?);
         }
         let id = c.u32_le("a ggml type")?;
         let ggml_type = GgmlType::from_id(id).ok_or_else(|| err!(Format, "{FORMAT}: tensor {name:?} has unknown ggml type {id}"))?;
-        let offset = u64_le(&mut c, "an offset")?;
+        let offset = u64_le(c, "an offset")?;
         if !names.insert(name.clone()) {
             return Err(err!(Format, "{FORMAT}: tensor {name:?} appears twice"));
         }
@@ -403,7 +408,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<GgufHeader> {
     }
     let end = c.position() as u64;
     let data_start = end.div_ceil(alignment) * alignment;
-    let file_len = bytes.len() as u64;
+    let file_len = c.total() as u64;
     let mut tensors = Vec::with_capacity(infos.len());
     // As llama.cpp requires: tensors lie in file order, each starting at
     // the aligned end of the one before (so none overlap).
@@ -426,11 +431,15 @@ pub fn parse_header(bytes: &[u8]) -> Result<GgufHeader> {
     Ok(GgufHeader { version, alignment, metadata, tensors, data_start })
 }
 
-/// Reads only the header of the file at `path` (mapping it).
+/// Reads only the header of the file at `path` (with `pread`, as much of
+/// the file's start as the header takes; the data is not touched).
 pub fn read_header(path: impl AsRef<Path>) -> Result<GgufHeader> {
-    let path = path.as_ref();
-    let map = FileMap::open(path, MapMode::ReadOnly)?;
-    parse_header(map.bytes()).map_err(|e| in_file(e, path))
+    Ok(read_header_len(path.as_ref())?.0)
+}
+
+/// [`read_header`] and the file's length.
+fn read_header_len(path: &Path) -> Result<(GgufHeader, u64)> {
+    crate::io::read_prefix_header(path, FORMAT, parse_in)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -592,8 +601,11 @@ impl BlobMap {
     /// and not counted; a mapped load reports `(total, total)` once.
     pub fn load_gguf_with_progress(engine: &Engine, path: impl AsRef<Path>, mmap: bool, dequantize: bool, progress: Option<Progress<'_>>) -> Result<BlobMap> {
         let path = path.as_ref();
+        let (h, len) = read_header_len(path)?;
         let map = FileMap::open(path, MapMode::ReadOnly)?;
-        let h = parse_header(map.bytes()).map_err(|e| in_file(e, path))?;
+        if map.bytes().len() as u64 != len {
+            return Err(err!(Io, "{}: the file changed while it was opened", path.display()));
+        }
         if dequantize {
             if let Some(t) = h.tensors.iter().find(|t| t.ggml_type.dtype().is_none() && !super::ggml_quants::can_dequantize(t.ggml_type)) {
                 return Err(err!(
@@ -690,6 +702,46 @@ mod tests {
         assert!(end < bytes.len());
         for cut in 0..end {
             assert!(BlobMap::from_gguf_bytes(&Engine::cpu(), &bytes[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    /// A file whose header is larger than the first prefix read (256
+    /// KiB): a long string array plus a long string.
+    fn big_header_file() -> Vec<u8> {
+        let words: Vec<String> = (0..40_000).map(|i| format!("tok{i}")).collect();
+        let meta = vec![
+            ("tokenizer.ggml.tokens".to_string(), GgufValue::Array(GgufArray::String(words))),
+            ("x".to_string(), GgufValue::String("y".repeat(200_000))),
+        ];
+        sample().to_gguf_bytes(&meta).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, rng_seed: proptest::test_runner::RngSeed::Fixed(30), ..Default::default() })]
+        /// Reading the header from the file through growing prefixes gives
+        /// exactly what parsing the whole file in memory gives, for valid
+        /// files and for files with bytes of the header changed or cut.
+        #[test]
+        fn prefix_reads_equal_whole_parses(edits in proptest::collection::vec((0usize..700_000, proptest::prelude::any::<u8>()), 0..3), cut in proptest::option::of(0usize..700_000)) {
+            let mut bytes = big_header_file();
+            let h = parse_header(&bytes).unwrap();
+            proptest::prop_assert!(h.data_start > 256 << 10);
+            for (at, v) in edits {
+                let at = at % h.data_start as usize;
+                bytes[at] = v;
+            }
+            if let Some(c) = cut {
+                bytes.truncate(c);
+            }
+            let f = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(f.path(), &bytes).unwrap();
+            let from_file = read_header(f.path());
+            let in_memory = parse_header(&bytes);
+            match (&from_file, &in_memory) {
+                (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.code(), b.code()),
+                _ => proptest::prop_assert!(false, "file {:?} vs memory {:?}", from_file.as_ref().map(|_| ()), in_memory.as_ref().map(|_| ())),
+            }
         }
     }
 

@@ -147,11 +147,34 @@ pub(crate) struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
     format: &'static str,
+    /// Length of the whole input, of which `bytes` may be a prefix.
+    total: usize,
+    /// Past a failed read of the prefix: how many bytes it needed.
+    needed: usize,
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(bytes: &'a [u8], format: &'static str) -> Cursor<'a> {
-        Cursor { bytes, pos: 0, format }
+        Cursor { bytes, pos: 0, format, total: bytes.len(), needed: 0 }
+    }
+
+    /// A cursor over the first bytes of an input of `total` bytes (a
+    /// header read from a file without touching the rest): size checks
+    /// count the whole input; a read past the prefix (but inside the
+    /// input) fails and records how much prefix it needed ([`Cursor::needed`]).
+    pub(crate) fn prefix(bytes: &'a [u8], total: usize, format: &'static str) -> Cursor<'a> {
+        Cursor { bytes, pos: 0, format, total: total.max(bytes.len()), needed: 0 }
+    }
+
+    /// Length of the whole input.
+    pub(crate) fn total(&self) -> usize {
+        self.total
+    }
+
+    /// After an error: the prefix length the failed read needed (0 when
+    /// the error was not a read past the prefix).
+    pub(crate) fn needed(&self) -> usize {
+        self.needed
     }
 
     /// Bytes read so far.
@@ -159,9 +182,9 @@ impl<'a> Cursor<'a> {
         self.pos
     }
 
-    /// Bytes not read yet.
+    /// Bytes not read yet (of the whole input).
     pub(crate) fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
+        self.total - self.pos
     }
 
     /// The next `n` bytes, or a Format error saying the input ends early.
@@ -175,7 +198,10 @@ impl<'a> Cursor<'a> {
                 self.remaining()
             ));
         }
-        let s = &self.bytes[self.pos..self.pos + n];
+        let Some(s) = self.bytes.get(self.pos..self.pos + n) else {
+            self.needed = self.pos + n;
+            return Err(err!(Format, "{}: {what} lies past the {} bytes read of the header", self.format, self.bytes.len()));
+        };
         self.pos += n;
         Ok(s)
     }
@@ -186,7 +212,7 @@ impl<'a> Cursor<'a> {
 
     /// The next byte without consuming it.
     pub(crate) fn peek_u8(&self, what: &str) -> Result<u8> {
-        let mut probe = Cursor { bytes: self.bytes, pos: self.pos, format: self.format };
+        let mut probe = Cursor { bytes: self.bytes, pos: self.pos, format: self.format, total: self.total, needed: 0 };
         probe.u8(what)
     }
 
@@ -253,5 +279,30 @@ mod tests {
     fn missing_file_is_an_io_error_naming_it() {
         let r = read_file(Path::new("/nonexistent/blobcore.npy"));
         assert!(matches!(r, Err(Error::Io(m)) if m.contains("/nonexistent/blobcore.npy")));
+    }
+}
+
+/// Reads a header from the start of the file at `path` without mapping it
+/// (a mapped header page may bring a whole 2 MiB folio of the page cache
+/// into the process): `parse` gets a cursor over a prefix of the file,
+/// grown (from 256 KiB, fourfold, or to what a failed read needed) while
+/// it fails reading past it. Returns the file's length with the result.
+pub(crate) fn read_prefix_header<T>(path: &Path, format: &'static str, parse: impl Fn(&mut Cursor<'_>) -> Result<T>) -> Result<(T, u64)> {
+    use std::os::unix::fs::FileExt;
+    let io = |e: std::io::Error| err!(Io, "cannot read {}: {e}", path.display());
+    let f = File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let total = usize::try_from(len).map_err(|_| err!(OutOfMemory, "{} is too large ({len} bytes)", path.display()))?;
+    let mut n = total.min(256 << 10);
+    loop {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(n).map_err(|_| err!(OutOfMemory, "cannot allocate {n} bytes to read the header of {}", path.display()))?;
+        buf.resize(n, 0);
+        f.read_exact_at(&mut buf, 0).map_err(io)?;
+        let mut c = Cursor::prefix(&buf, total, format);
+        match parse(&mut c) {
+            Err(_) if c.needed() > n && c.needed() <= total => n = c.needed().max(n.saturating_mul(4)).min(total),
+            r => return Ok((r.map_err(|e| in_file(e, path))?, len)),
+        }
     }
 }

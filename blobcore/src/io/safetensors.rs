@@ -138,6 +138,23 @@ fn parse(json: &[u8], file_len: u64) -> Result<Header> {
     Ok(Header { tensors, metadata })
 }
 
+/// Reads and parses the header of the file at `path` (the length field,
+/// checked against the file, then the JSON), and the file's length.
+fn read_header_file(path: &Path) -> Result<(Header, u64)> {
+    let io = |e: std::io::Error| err!(Io, "cannot read {}: {e}", path.display());
+    let mut r = std::fs::File::open(path).map_err(io)?;
+    let file_len = r.metadata().map_err(io)?.len();
+    if file_len < 8 {
+        return Err(in_file(err!(Format, "{FORMAT}: {file_len} bytes is too short for the header length"), path));
+    }
+    let mut first = [0u8; 8];
+    r.read_exact(&mut first).map_err(io)?;
+    let n = header_len(first, file_len).map_err(|e| in_file(e, path))?;
+    let mut json = vec![0u8; n];
+    r.read_exact(&mut json).map_err(io)?;
+    Ok((parse(&json, file_len).map_err(|e| in_file(e, path))?, file_len))
+}
+
 /// Parses the header at the start of `bytes`, a whole file.
 fn parse_bytes(bytes: &[u8]) -> Result<Header> {
     let first: [u8; 8] = bytes
@@ -211,9 +228,14 @@ impl BlobMap {
     }
 
     /// Maps one safetensors file (not an index): blobs are read-only views.
+    /// The header is read with `pread`, not through the map, so opening
+    /// touches none of the mapped pages.
     pub(crate) fn map_safetensors_file(engine: &Engine, path: &Path) -> Result<BlobMap> {
+        let (h, len) = read_header_file(path)?;
         let map = FileMap::open(path, MapMode::ReadOnly)?;
-        let h = parse_bytes(map.bytes()).map_err(|e| in_file(e, path))?;
+        if map.bytes().len() as u64 != len {
+            return Err(err!(Io, "{}: the file changed while it was opened", path.display()));
+        }
         let mut m = new_map(&h);
         for t in h.tensors {
             let b = map.blob(engine, t.dtype, t.shape, t.start)?;
@@ -226,18 +248,8 @@ impl BlobMap {
     /// its tensors into fresh blobs: the map returned holds them, filled
     /// once `plan` has run.
     pub(crate) fn plan_safetensors_file(engine: &Engine, path: &Path, plan: &mut ReadPlan) -> Result<BlobMap> {
-        let io = |e: std::io::Error| err!(Io, "{}: {e}", path.display());
-        let (fi, file_len) = plan.open(path)?;
-        let mut r = std::fs::File::open(path).map_err(io)?;
-        let mut first = [0u8; 8];
-        if file_len < 8 {
-            return Err(in_file(err!(Format, "{FORMAT}: {file_len} bytes is too short for the header length"), path));
-        }
-        r.read_exact(&mut first).map_err(io)?;
-        let n = header_len(first, file_len).map_err(|e| in_file(e, path))?;
-        let mut json = vec![0u8; n];
-        r.read_exact(&mut json).map_err(io)?;
-        let h = parse(&json, file_len).map_err(|e| in_file(e, path))?;
+        let (fi, _) = plan.open(path)?;
+        let (h, _) = read_header_file(path)?;
         let mut m = new_map(&h);
         for t in h.tensors {
             let b = Blob::new(engine, t.dtype, t.shape)?;
