@@ -243,6 +243,31 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Reads a header from the start of the file at `path` without mapping it
+/// (a mapped header page may bring a whole 2 MiB folio of the page cache
+/// into the process): `parse` gets a cursor over a prefix of the file,
+/// grown (from 256 KiB, fourfold, or to what a failed read needed) while
+/// it fails reading past it. Returns the file's length with the result.
+pub(crate) fn read_prefix_header<T>(path: &Path, format: &'static str, parse: impl Fn(&mut Cursor<'_>) -> Result<T>) -> Result<(T, u64)> {
+    use std::os::unix::fs::FileExt;
+    let io = |e: std::io::Error| err!(Io, "cannot read {}: {e}", path.display());
+    let f = File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let total = usize::try_from(len).map_err(|_| err!(OutOfMemory, "{} is too large ({len} bytes)", path.display()))?;
+    let mut n = total.min(256 << 10);
+    loop {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(n).map_err(|_| err!(OutOfMemory, "cannot allocate {n} bytes to read the header of {}", path.display()))?;
+        buf.resize(n, 0);
+        f.read_exact_at(&mut buf, 0).map_err(io)?;
+        let mut c = Cursor::prefix(&buf, total, format);
+        match parse(&mut c) {
+            Err(_) if c.needed() > n && c.needed() <= total => n = c.needed().max(n.saturating_mul(4)).min(total),
+            r => return Ok((r.map_err(|e| in_file(e, path))?, len)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,30 +304,5 @@ mod tests {
     fn missing_file_is_an_io_error_naming_it() {
         let r = read_file(Path::new("/nonexistent/blobcore.npy"));
         assert!(matches!(r, Err(Error::Io(m)) if m.contains("/nonexistent/blobcore.npy")));
-    }
-}
-
-/// Reads a header from the start of the file at `path` without mapping it
-/// (a mapped header page may bring a whole 2 MiB folio of the page cache
-/// into the process): `parse` gets a cursor over a prefix of the file,
-/// grown (from 256 KiB, fourfold, or to what a failed read needed) while
-/// it fails reading past it. Returns the file's length with the result.
-pub(crate) fn read_prefix_header<T>(path: &Path, format: &'static str, parse: impl Fn(&mut Cursor<'_>) -> Result<T>) -> Result<(T, u64)> {
-    use std::os::unix::fs::FileExt;
-    let io = |e: std::io::Error| err!(Io, "cannot read {}: {e}", path.display());
-    let f = File::open(path).map_err(io)?;
-    let len = f.metadata().map_err(io)?.len();
-    let total = usize::try_from(len).map_err(|_| err!(OutOfMemory, "{} is too large ({len} bytes)", path.display()))?;
-    let mut n = total.min(256 << 10);
-    loop {
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(n).map_err(|_| err!(OutOfMemory, "cannot allocate {n} bytes to read the header of {}", path.display()))?;
-        buf.resize(n, 0);
-        f.read_exact_at(&mut buf, 0).map_err(io)?;
-        let mut c = Cursor::prefix(&buf, total, format);
-        match parse(&mut c) {
-            Err(_) if c.needed() > n && c.needed() <= total => n = c.needed().max(n.saturating_mul(4)).min(total),
-            r => return Ok((r.map_err(|e| in_file(e, path))?, len)),
-        }
     }
 }
