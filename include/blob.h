@@ -1045,6 +1045,19 @@ int32_t blob_load_gguf_progress(const struct BlobEngine *e,
                                 void *user,
                                 struct BlobMap **out_map);
 
+// The header of the GGUF file at `path` (read with `pread`; the tensor
+// data is not touched) as NUL-terminated UTF-8 JSON in `*out` (`*len`
+// bytes before the NUL; free with `blob_bytes_free`):
+// `{"version", "alignment", "metadata": [{"key", "type", "value"}, ...],
+// "tensors": [{"name", "type", "shape", "offset", "n_bytes"}, ...]}`.
+// Metadata keeps file order and gguf-py's type names (`UINT32`,
+// `STRING`, `ARRAY`, ...); an array's value is `{"type": element type,
+// "value": [...]}`; integers are exact JSON numbers; non-finite floats are
+// the strings `"NaN"`, `"Infinity"`, `"-Infinity"`. Tensor types are
+// ggml's names (`F32`, `Q4_0`, ...) and shapes the logical shape in
+// row-major order. A hostile header is `BLOB_ERR_FORMAT`.
+int32_t blob_gguf_header_json(const char *path_, uint8_t **out_json, size_t *len);
+
 // Saves the map as a GGUF v3 file (each entry one blob of F32, F16,
 // BF16, F64, I8, I16, I32 or I64; the map's metadata as string
 // key/value pairs; data aligned to 32 bytes), atomically. Another dtype

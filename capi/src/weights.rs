@@ -421,6 +421,32 @@ pub extern "C" fn blob_load_gguf_progress(e: *const BlobEngine, path_: *const c_
     })
 }
 
+/// The header of the GGUF file at `path` (read with `pread`; the tensor
+/// data is not touched) as NUL-terminated UTF-8 JSON in `*out` (`*len`
+/// bytes before the NUL; free with `blob_bytes_free`):
+/// `{"version", "alignment", "metadata": [{"key", "type", "value"}, ...],
+/// "tensors": [{"name", "type", "shape", "offset", "n_bytes"}, ...]}`.
+/// Metadata keeps file order and gguf-py's type names (`UINT32`,
+/// `STRING`, `ARRAY`, ...); an array's value is `{"type": element type,
+/// "value": [...]}`; integers are exact JSON numbers; non-finite floats are
+/// the strings `"NaN"`, `"Infinity"`, `"-Infinity"`. Tensor types are
+/// ggml's names (`F32`, `Q4_0`, ...) and shapes the logical shape in
+/// row-major order. A hostile header is `BLOB_ERR_FORMAT`.
+#[no_mangle]
+pub extern "C" fn blob_gguf_header_json(path_: *const c_char, out_json: *mut *mut u8, len: *mut usize) -> i32 {
+    ffi!({
+        let o = out(out_json, "out")?;
+        let n = out(len, "len")?;
+        let json = blobcore::io::gguf::read_header(path(path_)?)?.to_json();
+        let mut bytes = json.into_bytes();
+        let text_len = bytes.len();
+        bytes.push(0);
+        put(o, crate::byte_buffers::hand_out(&bytes)?);
+        put(n, text_len);
+        Ok(())
+    })
+}
+
 /// Saves the map as a GGUF v3 file (each entry one blob of F32, F16,
 /// BF16, F64, I8, I16, I32 or I64; the map's metadata as string
 /// key/value pairs; data aligned to 32 bytes), atomically. Another dtype

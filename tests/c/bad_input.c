@@ -338,6 +338,15 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_gguf_progress(NULL, NULL, false, false, NULL, NULL, &mo));
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_gguf_progress(NULL, "/nonexistent/x.gguf", false, false, NULL, NULL, NULL));
         BAD(BLOB_ERR_IO, "nonexistent", blob_load_caffemodel_progress(NULL, "/nonexistent/x.caffemodel", NULL, NULL, &mo));
+        {
+            uint8_t *js = (uint8_t *)&rows;
+            size_t jn = 5;
+            BAD(BLOB_ERR_IO, "nonexistent", blob_gguf_header_json("/nonexistent/x.gguf", &js, &jn));
+            BAD(BLOB_ERR_NULL_POINTER, "path", blob_gguf_header_json(NULL, &js, &jn));
+            BAD(BLOB_ERR_NULL_POINTER, "out", blob_gguf_header_json("/nonexistent/x.gguf", NULL, &jn));
+            BAD(BLOB_ERR_NULL_POINTER, "len", blob_gguf_header_json("/nonexistent/x.gguf", &js, NULL));
+            CHECK(js == (uint8_t *)&rows && jn == 5);
+        }
         BAD(BLOB_ERR_NULL_POINTER, "path", blob_load_caffemodel_progress(NULL, NULL, NULL, NULL, &mo));
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_load_caffemodel_progress(NULL, "/nonexistent/x.caffemodel", NULL, NULL, NULL));
         CHECK(blob_map_create(&m) == BLOB_OK);

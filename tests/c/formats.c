@@ -282,6 +282,19 @@ int main(int argc, char **argv) {
         blob_map_free(l);
         CHECK(blob_load_gguf(NULL, proto, true, false, &keep_sentinel) == BLOB_ERR_FORMAT && keep_sentinel == (BlobMap *)&failures);
         {
+            /* The header as JSON: typed metadata in file order, tensors
+             * with ggml type names and row-major shapes. */
+            uint8_t *json = NULL;
+            size_t jlen = 0;
+            CHECK(blob_gguf_header_json(paths[7], &json, &jlen) == BLOB_OK && json && json[jlen] == 0 && strlen((char *)json) == jlen);
+            CHECK(strstr((char *)json, "{\"key\":\"format\",\"type\":\"STRING\",\"value\":\"c\"}") != NULL);
+            CHECK(strstr((char *)json, "{\"name\":\"weight\",\"type\":\"F32\",\"shape\":[2,3],") != NULL);
+            CHECK(strstr((char *)json, "\"version\":3") != NULL);
+            CHECK(blob_bytes_free(json) == BLOB_OK);
+            json = (uint8_t *)&failures;
+            CHECK(blob_gguf_header_json(proto, &json, &jlen) == BLOB_ERR_FORMAT && json == (uint8_t *)&failures);
+        }
+        {
             struct progress_log log = {0};
             CHECK(blob_load_gguf_progress(NULL, paths[7], false, false, record_progress, &log, &l) == BLOB_OK);
             CHECK(log.last_done == 40 && log.last_total == 40 && log.rising);

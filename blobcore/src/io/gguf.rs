@@ -239,6 +239,118 @@ pub struct GgufHeader {
     pub data_start: u64,
 }
 
+/// gguf-py's name of a value type id (`GGUFValueType`).
+fn value_type_name(id: u32) -> &'static str {
+    const NAMES: [&str; 13] = ["UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "STRING", "ARRAY", "UINT64", "INT64", "FLOAT64"];
+    NAMES.get(id as usize).copied().unwrap_or("UNKNOWN")
+}
+
+/// A float as JSON: a number, or for values JSON cannot hold the strings
+/// `"NaN"`, `"Infinity"`, `"-Infinity"`.
+fn float_json(x: f64) -> serde_json::Value {
+    match serde_json::Number::from_f64(x) {
+        Some(n) => serde_json::Value::Number(n),
+        None if x.is_nan() => "NaN".into(),
+        None if x > 0.0 => "Infinity".into(),
+        None => "-Infinity".into(),
+    }
+}
+
+impl GgufArray {
+    /// The element type id.
+    fn type_id(&self) -> u32 {
+        match self {
+            GgufArray::U8(_) => 0,
+            GgufArray::I8(_) => 1,
+            GgufArray::U16(_) => 2,
+            GgufArray::I16(_) => 3,
+            GgufArray::U32(_) => 4,
+            GgufArray::I32(_) => 5,
+            GgufArray::F32(_) => 6,
+            GgufArray::Bool(_) => 7,
+            GgufArray::String(_) => 8,
+            GgufArray::Array(_) => 9,
+            GgufArray::U64(_) => 10,
+            GgufArray::I64(_) => 11,
+            GgufArray::F64(_) => 12,
+        }
+    }
+
+    /// `{"type": element type name, "value": [...]}`; nested arrays nest.
+    fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let value: Vec<Value> = match self {
+            GgufArray::U8(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::I8(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::U16(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::I16(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::U32(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::I32(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::F32(v) => v.iter().map(|&x| float_json(x as f64)).collect(),
+            GgufArray::Bool(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::String(v) => v.iter().map(|x| x.as_str().into()).collect(),
+            GgufArray::Array(v) => v.iter().map(GgufArray::to_json).collect(),
+            GgufArray::U64(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::I64(v) => v.iter().map(|&x| x.into()).collect(),
+            GgufArray::F64(v) => v.iter().map(|&x| float_json(x)).collect(),
+        };
+        serde_json::json!({"type": value_type_name(self.type_id()), "value": value})
+    }
+}
+
+impl GgufValue {
+    /// `{"type": gguf-py's value type name, "value": ...}`: integers and
+    /// bools as JSON numbers and booleans (exact, also past 2^53), floats
+    /// as numbers (f32 widened exactly; non-finite ones as the strings
+    /// `"NaN"`, `"Infinity"`, `"-Infinity"`), strings as strings, arrays as
+    /// `{"type": element type, "value": [...]}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let value: serde_json::Value = match self {
+            GgufValue::U8(x) => (*x).into(),
+            GgufValue::I8(x) => (*x).into(),
+            GgufValue::U16(x) => (*x).into(),
+            GgufValue::I16(x) => (*x).into(),
+            GgufValue::U32(x) => (*x).into(),
+            GgufValue::I32(x) => (*x).into(),
+            GgufValue::F32(x) => float_json(*x as f64),
+            GgufValue::Bool(x) => (*x).into(),
+            GgufValue::String(x) => x.as_str().into(),
+            GgufValue::Array(a) => a.to_json(),
+            GgufValue::U64(x) => (*x).into(),
+            GgufValue::I64(x) => (*x).into(),
+            GgufValue::F64(x) => float_json(*x),
+        };
+        serde_json::json!({"type": value_type_name(self.type_id()), "value": value})
+    }
+}
+
+impl GgufHeader {
+    /// The header as JSON text, for callers without the typed structs (C):
+    /// `{"version", "alignment", "metadata": [{"key", "type", "value"}...]
+    /// in file order (values as [`GgufValue::to_json`]), "tensors":
+    /// [{"name", "type" (ggml type name), "shape" (logical, NumPy order),
+    /// "offset" (absolute), "n_bytes"}...]}`.
+    pub fn to_json(&self) -> String {
+        let metadata: Vec<serde_json::Value> = self
+            .metadata
+            .iter()
+            .map(|(k, v)| {
+                let mut o = v.to_json();
+                if let Some(m) = o.as_object_mut() {
+                    m.shift_insert(0, "key".to_string(), k.as_str().into());
+                }
+                o
+            })
+            .collect();
+        let tensors: Vec<serde_json::Value> = self
+            .tensors
+            .iter()
+            .map(|t| serde_json::json!({"name": t.name, "type": t.ggml_type.name, "shape": t.logical_dims(), "offset": t.offset, "n_bytes": t.n_bytes}))
+            .collect();
+        serde_json::json!({"version": self.version, "alignment": self.alignment, "metadata": metadata, "tensors": tensors}).to_string()
+    }
+}
+
 fn u64_le(c: &mut Cursor<'_>, what: &str) -> Result<u64> {
     Ok(u64::from_le_bytes(c.array(what)?))
 }
@@ -743,6 +855,49 @@ mod tests {
                 _ => proptest::prop_assert!(false, "file {:?} vs memory {:?}", from_file.as_ref().map(|_| ()), in_memory.as_ref().map(|_| ())),
             }
         }
+    }
+
+    #[test]
+    fn the_json_header_keeps_types_values_and_order() {
+        let meta = vec![
+            ("u8".to_string(), GgufValue::U8(255)),
+            ("i8".to_string(), GgufValue::I8(-128)),
+            ("u16".to_string(), GgufValue::U16(65535)),
+            ("i16".to_string(), GgufValue::I16(-2)),
+            ("u32".to_string(), GgufValue::U32(4096)),
+            ("i32".to_string(), GgufValue::I32(-7)),
+            ("f32".to_string(), GgufValue::F32(0.1)),
+            ("nan".to_string(), GgufValue::F32(f32::NAN)),
+            ("b".to_string(), GgufValue::Bool(true)),
+            ("s".to_string(), GgufValue::String("llama \"q\"".into())),
+            ("u64".to_string(), GgufValue::U64(u64::MAX)),
+            ("i64".to_string(), GgufValue::I64(i64::MIN)),
+            ("f64".to_string(), GgufValue::F64(f64::NEG_INFINITY)),
+            ("a".to_string(), GgufValue::Array(GgufArray::Array(vec![GgufArray::String(vec!["x".into()]), GgufArray::F32(vec![1.5])]))),
+        ];
+        let h = parse_header(&sample().to_gguf_bytes(&meta).unwrap()).unwrap();
+        let j: serde_json::Value = serde_json::from_str(&h.to_json()).unwrap();
+        assert_eq!((j["version"].as_u64(), j["alignment"].as_u64()), (Some(3), Some(32)));
+        let m = j["metadata"].as_array().unwrap();
+        let keys: Vec<&str> = m.iter().map(|e| e["key"].as_str().unwrap()).collect();
+        assert_eq!(keys, meta.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>());
+        let types: Vec<&str> = m.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "FLOAT32", "BOOL", "STRING", "UINT64", "INT64", "FLOAT64", "ARRAY"]);
+        assert_eq!(m[0]["value"], 255);
+        assert_eq!(m[1]["value"], -128);
+        assert_eq!(m[6]["value"].as_f64(), Some(0.1f32 as f64));
+        assert_eq!(m[7]["value"], "NaN");
+        assert_eq!(m[8]["value"], true);
+        assert_eq!(m[9]["value"], "llama \"q\"");
+        assert_eq!(m[10]["value"].as_u64(), Some(u64::MAX));
+        assert_eq!(m[11]["value"].as_i64(), Some(i64::MIN));
+        assert_eq!(m[12]["value"], "-Infinity");
+        assert_eq!(m[13]["value"]["type"], "ARRAY");
+        assert_eq!(m[13]["value"]["value"][0], serde_json::json!({"type": "STRING", "value": ["x"]}));
+        assert_eq!(m[13]["value"]["value"][1], serde_json::json!({"type": "FLOAT32", "value": [1.5]}));
+        let t = j["tensors"].as_array().unwrap();
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[0], serde_json::json!({"name": "w", "type": "F32", "shape": [2, 3], "offset": h.tensors[0].offset, "n_bytes": 24}));
     }
 
     #[test]
