@@ -615,6 +615,11 @@ impl Blob {
         Blob::on_storage(engine, dtype, shape, storage, byte_len)
     }
 
+    /// A blob (not a view) with this state.
+    pub(crate) fn from_state(engine: &Engine, dtype: DType, state: State) -> Blob {
+        Blob::from_parts(engine, dtype, state, false)
+    }
+
     fn on_storage(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, byte_len: usize) -> Blob {
         let capacity = byte_len / dtype.size();
         let state = State { shape, storage, offset: 0, capacity, view: None, desc: None };
@@ -660,7 +665,7 @@ impl Blob {
 
     /// Why reallocating (or replacing) this blob's memory would break
     /// something that shares it, if anything does.
-    fn busy_reason(&self, st: &State) -> Option<String> {
+    pub(crate) fn busy_reason(&self, st: &State) -> Option<String> {
         if st.storage.is_file_backed() {
             return Some("the blob lives on a memory-mapped file, whose bytes cannot be reallocated; copy() it first".to_string());
         }
@@ -967,6 +972,14 @@ impl Blob {
         let grow = shape.count() > st.capacity;
         if grow {
             st.storage.check_writable(true)?;
+            if st.storage.is_shared() {
+                return Err(err!(
+                    Busy,
+                    "cannot grow from capacity {} to {}: the blob is in shared memory that other processes may map, which cannot be reallocated",
+                    st.capacity,
+                    shape.count()
+                ));
+            }
             if let Some(why) = self.busy_reason(&st) {
                 return Err(err!(Busy, "cannot grow from capacity {} to {}: {why}", st.capacity, shape.count()));
             }

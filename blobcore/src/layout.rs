@@ -323,6 +323,26 @@ impl BlockingDesc {
         Ok(b)
     }
 
+    /// A blocking from all its parts, as another process described it
+    /// ([`crate::share`]): any strides, checked only for what memory safety
+    /// needs — entries for every blocked dim, no element below the base
+    /// and a span that fits an `i64`.
+    pub(crate) fn from_parts(blk_dims: &[usize], order: &[usize], offset_padding: usize, offsets_to_data: &[usize], strides: &[isize]) -> Result<BlockingDesc> {
+        let n = blk_dims.len();
+        if n > 2 * MAX_RANK || order.len() != n || offsets_to_data.len() != n || strides.len() != n {
+            return Err(err!(Shape, "a blocking of {n} blocked dims with {} order entries, {} offsets and {} strides", order.len(), offsets_to_data.len(), strides.len()));
+        }
+        let b = BlockingDesc {
+            blk_dims: blk_dims.into(),
+            order: order.into(),
+            offset_padding,
+            offsets_to_data: offsets_to_data.into(),
+            strides: strides.into(),
+        };
+        b.span()?;
+        Ok(b)
+    }
+
     /// The blocked dims, outermost first.
     pub fn blk_dims(&self) -> &[usize] {
         &self.blk_dims
@@ -454,6 +474,16 @@ impl TensorDesc {
         }
         let layout = infer_layout(dims, b);
         Ok(TensorDesc { dtype, dims: dims.into(), layout, blocking })
+    }
+
+    /// A desc from all its parts ([`BlockingDesc::from_parts`]): the
+    /// blocking must cover the dims (as [`TensorDesc::with_blocking`]) and
+    /// the layout fit the rank.
+    pub(crate) fn from_parts(dtype: DType, dims: &[usize], layout: Layout, blocking: BlockingDesc) -> Result<TensorDesc> {
+        check_layout_rank(layout, dims.len())?;
+        let mut d = TensorDesc::with_blocking(dtype, dims, blocking)?;
+        d.layout = layout;
+        Ok(d)
     }
 
     /// The element type.

@@ -59,6 +59,9 @@ pub mod mapped;
 pub mod ops;
 pub(crate) mod overlap;
 pub mod shape;
+pub mod share;
+#[cfg(unix)]
+pub(crate) mod shared;
 pub mod storage;
 pub mod view;
 
@@ -77,6 +80,8 @@ pub use io::neoml::NeomlForm;
 pub use layout::{is_row_major, layout_by_dims, row_major_strides, BlockingDesc, Layout, TensorDesc};
 pub use shape::{BlobDim, Shape, MAX_RANK};
 pub use storage::{Head, ReleaseFn};
+#[cfg(unix)]
+pub use share::SharedHandle;
 
 /// The crate version, as `blob_version()` reports it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

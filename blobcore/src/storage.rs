@@ -16,6 +16,8 @@
 
 use crate::engine::gpu::Gpu;
 use crate::error::{err, Result};
+#[cfg(unix)]
+use crate::shared::SharedMem;
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,6 +68,9 @@ enum HostMem {
     Mapped(memmap2::MmapMut),
     /// Memory owned by someone else.
     External { ptr: NonNull<u8>, release: Option<ReleaseFn> },
+    /// A memory file other processes may map too ([`crate::shared`]).
+    #[cfg(unix)]
+    Shared(Arc<SharedMem>),
 }
 
 struct State {
@@ -94,7 +99,7 @@ impl State {
     /// upload the host copy first (even when Synced) and leave the head at
     /// the host.
     fn host_writers(&self) -> bool {
-        self.pins > 0 || matches!(self.host, HostMem::External { .. }) || self.borrows.entries.iter().any(|e| !e.device && e.exclusive)
+        self.pins > 0 || self.host.foreign_writers() || self.borrows.entries.iter().any(|e| !e.device && e.exclusive)
     }
 
     /// True when someone outside the storage reads (or writes) the host
@@ -103,6 +108,19 @@ impl State {
     /// data (with readers only, the copies then agree: Synced).
     fn host_users(&self) -> bool {
         self.host_writers() || self.read_pins > 0 || self.borrows.entries.iter().any(|e| !e.device)
+    }
+}
+
+impl HostMem {
+    /// True when memory this storage does not own may be written behind
+    /// its back: wrapped memory, or shared memory other processes write.
+    fn foreign_writers(&self) -> bool {
+        match self {
+            HostMem::External { .. } => true,
+            #[cfg(unix)]
+            HostMem::Shared(m) => !m.read_only(),
+            _ => false,
+        }
     }
 }
 
@@ -196,6 +214,37 @@ impl Storage {
     /// As [`Storage::external_on`].
     pub(crate) unsafe fn file_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
         Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+    }
+
+    /// A storage on shared memory (see [`crate::shared`]), read-only when
+    /// the map is or `read_only` asks. Its host memory exists from the start.
+    #[cfg(unix)]
+    pub(crate) fn shared_on(mem: Arc<SharedMem>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
+        let addr = mem.ptr().as_ptr() as usize;
+        let (len, read_only) = (mem.len(), read_only || mem.read_only());
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), gpu, file_backed: false, addr: AtomicUsize::new(addr) })
+    }
+
+    /// The shared memory this storage lives on, if it does.
+    #[cfg(unix)]
+    pub(crate) fn shared_mem(&self) -> Option<Arc<SharedMem>> {
+        match &lock(&self.state).host {
+            HostMem::Shared(m) => Some(Arc::clone(m)),
+            _ => None,
+        }
+    }
+
+    /// True when the memory is a shared memory file other processes may map.
+    pub fn is_shared(&self) -> bool {
+        #[cfg(unix)]
+        return matches!(lock(&self.state).host, HostMem::Shared(_));
+        #[cfg(not(unix))]
+        false
+    }
+
+    /// The GPU whose device copy this storage keeps, if any.
+    pub(crate) fn gpu(&self) -> Option<&Arc<Gpu>> {
+        self.gpu.as_ref()
     }
 
     /// True when the memory is part of a memory-mapped file.
@@ -301,6 +350,8 @@ impl Storage {
             HostMem::None => return Err(err!(Internal, "host memory missing after allocation")),
             HostMem::Heap { ptr, .. } => *ptr,
             HostMem::External { ptr, .. } => *ptr,
+            #[cfg(unix)]
+            HostMem::Shared(m) => m.ptr(),
             HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr())
                 .ok_or_else(|| err!(Internal, "memory map returned null"))?,
         };
@@ -535,6 +586,9 @@ impl Drop for Storage {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
             }
             HostMem::Mapped(_) | HostMem::External { release: None, .. } | HostMem::None => {}
+            // The map goes with the last storage that uses it.
+            #[cfg(unix)]
+            HostMem::Shared(_) => {}
         }
     }
 }
