@@ -899,6 +899,40 @@ int32_t blob_shares_memory(const struct Blob *a, const struct Blob *b, bool *out
 // that share nothing).
 int32_t blob_may_share_memory(const struct Blob *a, const struct Blob *b, bool *out_may);
 
+// Moves the blob's memory into shared memory in place (a sealed, unnamed
+// memory file; `torch.Tensor.share_memory_()`); a no-op when it already
+// is. `BLOB_ERR_BUSY` while views, held buffers or exports use the
+// current memory, and for blobs on memory-mapped files. A read-only blob
+// moves into a file sealed against writes.
+int32_t blob_share_memory(struct Blob *b);
+
+// Whether the blob's memory is a shared memory file (after
+// `blob_share_memory`, for its views, and for blobs from `blob_from_shared_fd`).
+int32_t blob_is_shared(const struct Blob *b, bool *out_shared);
+
+// A new descriptor of a dense blob's shared memory file (close-on-exec;
+// close it when done) and the byte offset of its element 0 in the file:
+// what `blob_from_shared_fd` takes in another process.
+// `BLOB_ERR_INVALID_ARGUMENT` when the blob is not in shared memory;
+// `BLOB_ERR_UNSUPPORTED` for strided, padded or blocked blobs.
+int32_t blob_shared_fd(const struct Blob *b, int *out_fd, uint64_t *out_offset);
+
+// A dense blob of `dtype` and `dims` over the shared memory file `fd`
+// (duplicated: the caller keeps and closes its own), `offset` bytes in.
+// Writes on either side are seen on the other. The descriptor must be an
+// open memory file (`memfd_create`, tmpfs) sealed against shrinking
+// (`F_SEAL_SHRINK`, as `blob_shared_fd`'s are), the offset a multiple of
+// the element size, and the file large enough:
+// `BLOB_ERR_INVALID_ARGUMENT` otherwise, before anything is mapped. A
+// write-sealed file or a read-only descriptor gives a read-only blob.
+int32_t blob_from_shared_fd(const struct BlobEngine *e,
+                            int32_t dtype,
+                            const int64_t *dims,
+                            size_t rank,
+                            int fd,
+                            uint64_t offset,
+                            struct Blob **out_blob);
+
 // NeoML `CreateWindowBlob`: a view of `window_size` entries of axis 0, at position 0.
 int32_t blob_create_window(struct Blob *parent, int64_t window_size, struct Blob **out_blob);
 

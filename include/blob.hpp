@@ -288,6 +288,13 @@ public:
                         const Engine *e = nullptr) {
         return make([&](::Blob **o) { return blob_create_image3d(eng(e), dtype, bl, bw, h, w, d, c, o); });
     }
+    /// A dense blob over the shared memory file `fd` (duplicated: close
+    /// yours when done), `offset` bytes in: what shared_fd() gave another
+    /// process. Writes on either side are seen on the other.
+    static Blob from_shared_fd(int32_t dtype, const std::vector<int64_t> &dims, int fd, uint64_t offset,
+                               const Engine *e = nullptr) {
+        return make([&](::Blob **o) { return blob_from_shared_fd(eng(e), dtype, dims.data(), dims.size(), fd, offset, o); });
+    }
     /// Serrano's repeating value / numpy.full.
     static Blob full(int32_t dtype, const std::vector<int64_t> &dims, double value, const Engine *e = nullptr) {
         return make([&](::Blob **o) { return blob_create_full(eng(e), dtype, dims.data(), dims.size(), value, o); });
@@ -443,6 +450,18 @@ public:
     /// BLOB_HEAD_*: where the current data lives (Caffe's SyncedMemory head).
     int32_t head() const { return query<int32_t>(blob_head); }
     bool is_writable() const { return query<bool>(blob_is_writable); }
+    /// Whether the memory is a shared memory file other processes can map.
+    bool is_shared() const { return query<bool>(blob_is_shared); }
+    /// Moves the memory into shared memory in place (torch's share_memory_()).
+    void share_memory() { check(blob_share_memory(h_)); }
+    /// A new descriptor of a dense shared blob's memory file (yours to
+    /// close) and the byte offset of its element 0, for from_shared_fd.
+    std::pair<int, uint64_t> shared_fd() const {
+        int fd = -1;
+        uint64_t offset = 0;
+        check(blob_shared_fd(h_, &fd, &offset));
+        return {fd, offset};
+    }
     /// NeoML HasEqualDimensions: the 7 padded named dims are equal.
     bool has_equal_dims(const Blob &o) const {
         bool eq = false;

@@ -154,13 +154,43 @@ fn decode(bytes: &[u8]) -> Result<(u64, TensorDesc, bool)> {
 /// The storages over shared memory files in this process, by file: one
 /// map per file, and one storage per (engine, read-only) over it.
 #[cfg(unix)]
-type Registry = std::collections::HashMap<(u64, u64), Vec<std::sync::Weak<Storage>>>;
+// A plain vector (few files are shared at a time): its allocation is
+// reachable from its start, so leak checkers see it as in use at exit.
+type Registry = Vec<((u64, u64), std::sync::Weak<Storage>)>;
+
+/// The registry of one process. A forked child finds its parent's (the
+/// maps are inherited, so are the entries) and starts its own from a copy
+/// of it — or empty, if a thread of the parent held it at the fork.
+#[cfg(unix)]
+struct ProcessRegistry {
+    pid: u32,
+    map: std::sync::Mutex<Registry>,
+    /// The parent's, abandoned: kept reachable, never freed.
+    _prev: *mut ProcessRegistry,
+}
 
 #[cfg(unix)]
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    static REGISTRY: std::sync::OnceLock<std::sync::Mutex<Registry>> = std::sync::OnceLock::new();
-    // Every critical section leaves the map consistent: a poisoned lock is taken over.
-    REGISTRY.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    static REGISTRY: AtomicPtr<ProcessRegistry> = AtomicPtr::new(std::ptr::null_mut());
+    let pid = std::process::id();
+    loop {
+        let cur = REGISTRY.load(Ordering::Acquire);
+        // SAFETY: non-null pointers in REGISTRY come from Box::into_raw
+        // below and are never freed (a parent's is abandoned, not dropped).
+        let prev = unsafe { cur.as_ref() };
+        if let Some(r) = prev.filter(|r| r.pid == pid) {
+            // Every critical section leaves the map consistent: a poisoned lock is taken over.
+            return r.map.lock().unwrap_or_else(|e| e.into_inner());
+        }
+        let inherited = prev.and_then(|r| r.map.try_lock().ok().map(|m| m.clone())).unwrap_or_default();
+        let fresh = Box::into_raw(Box::new(ProcessRegistry { pid, map: std::sync::Mutex::new(inherited), _prev: cur }));
+        if REGISTRY.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // Another thread published one first: use it.
+            // SAFETY: `fresh` was never published; we own it.
+            drop(unsafe { Box::from_raw(fresh) });
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -178,11 +208,8 @@ fn same_gpu(a: Option<&Arc<crate::engine::gpu::Gpu>>, b: Option<&Arc<crate::engi
 fn storage_for(engine: &Engine, fd: BorrowedFd<'_>, info: FileInfo, read_only: bool) -> Result<Arc<Storage>> {
     let gpu = engine.gpu_device();
     let mut reg = registry();
-    reg.retain(|_, v| {
-        v.retain(|w| w.strong_count() > 0);
-        !v.is_empty()
-    });
-    let live: Vec<Arc<Storage>> = reg.get(&info.key).map(|v| v.iter().filter_map(std::sync::Weak::upgrade).collect()).unwrap_or_default();
+    reg.retain(|(_, w)| w.strong_count() > 0);
+    let live: Vec<Arc<Storage>> = reg.iter().filter(|(k, _)| *k == info.key).filter_map(|(_, w)| w.upgrade()).collect();
     let mem = match live.iter().find_map(|s| s.shared_mem()) {
         Some(m) => m,
         None => Arc::new(SharedMem::open(fd, info)?),
@@ -193,7 +220,7 @@ fn storage_for(engine: &Engine, fd: BorrowedFd<'_>, info: FileInfo, read_only: b
         Some(s) => s,
         None => {
             let s = Storage::shared_on(mem, gpu.cloned(), read_only);
-            reg.entry(info.key).or_default().push(Arc::downgrade(&s));
+            reg.push((info.key, Arc::downgrade(&s)));
             s
         }
     };
@@ -206,7 +233,9 @@ fn storage_for(engine: &Engine, fd: BorrowedFd<'_>, info: FileInfo, read_only: b
 #[cfg(unix)]
 fn register(storage: &Arc<Storage>) {
     if let Some(mem) = storage.shared_mem() {
-        registry().entry(mem.info().key).or_default().push(Arc::downgrade(storage));
+        let mut reg = registry();
+        reg.retain(|(_, w)| w.strong_count() > 0);
+        reg.push((mem.info().key, Arc::downgrade(storage)));
     }
 }
 

@@ -38,6 +38,7 @@ mod layout;
 mod merge;
 mod ops;
 mod query;
+mod shared;
 mod status;
 mod tokens;
 mod views;
@@ -56,6 +57,7 @@ pub use layout::*;
 pub use merge::*;
 pub use ops::*;
 pub use query::*;
+pub use shared::*;
 pub use views::*;
 
 /// Success.

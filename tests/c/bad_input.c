@@ -6,8 +6,12 @@
  *
  *   bad_input <scratch dir>
  */
+#define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
 #include "check.h"
+#include <fcntl.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -647,6 +651,63 @@ int main(int argc, char **argv) {
         blob_free(dst);
         blob_free(win);
         blob_free(ro);
+    }
+    /* Shared memory: moving busy memory, descriptors of blobs not shared,
+     * and hostile descriptors, sizes and offsets. */
+    {
+        int fd = -7, pipefd[2], plain, unsealed, sealed;
+        uint64_t off = 77;
+        Blob *ok = NULL;
+        char file[1100];
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_share_memory(NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_share_memory(fake));
+        BAD(BLOB_ERR_BUSY, "view", blob_share_memory(a));
+        BAD(BLOB_ERR_BUSY, "view", blob_share_memory(w));
+        BAD(BLOB_ERR_BUSY, "buffer", blob_share_memory(l));
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_is_shared(a, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_is_shared(fake, &flag));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "share_memory", blob_shared_fd(a, &fd, &off));
+        BAD(BLOB_ERR_NULL_POINTER, "fd", blob_shared_fd(a, NULL, &off));
+        BAD(BLOB_ERR_NULL_POINTER, "offset", blob_shared_fd(a, &fd, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_shared_fd(fake, &fd, &off));
+        CHECK(fd == -7 && off == 77);
+        CHECK(pipe(pipefd) == 0);
+        snprintf(file, sizeof file, "%s/plain.bin", scratch);
+        plain = open(file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        CHECK(plain >= 0 && write(plain, junk, sizeof junk) == (ssize_t)sizeof junk);
+        unsealed = memfd_create("unsealed", MFD_CLOEXEC);
+        CHECK(unsealed >= 0 && ftruncate(unsealed, 64) == 0);
+        sealed = memfd_create("sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        CHECK(sealed >= 0 && ftruncate(sealed, 64) == 0 && fcntl(sealed, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not an open file", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, -1, 0, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not an open file", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, 1000, 0, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not a regular file", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, pipefd[0], 0, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not a shared memory file", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, plain, 0, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "F_SEAL_SHRINK", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, unsealed, 0, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 64 bytes", blob_from_shared_fd(NULL, BLOB_F32, d100, 1, sealed, 0, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 64 bytes", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, sealed, 56, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "holds 64 bytes", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, sealed, UINT64_MAX - 3, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "multiple", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, sealed, 2, &out));
+        BAD(BLOB_ERR_DTYPE, "", blob_from_shared_fd(NULL, 99, d4, 1, sealed, 0, &out));
+        BAD(BLOB_ERR_SHAPE, "", blob_from_shared_fd(NULL, BLOB_F32, neg, 2, sealed, 0, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_from_shared_fd(NULL, BLOB_F32, NULL, 1, sealed, 0, &out));
+        BAD(BLOB_ERR_NULL_POINTER, "out", blob_from_shared_fd(NULL, BLOB_F32, d4, 1, sealed, 0, NULL));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_from_shared_fd((BlobEngine *)fake, BLOB_F32, d4, 1, sealed, 0, &out));
+        CHECK(out == sentinel);
+        /* The same file with a fitting shape and offset is a blob over it. */
+        CHECK(blob_from_shared_fd(NULL, BLOB_F32, d4, 1, sealed, 48, &ok) == BLOB_OK);
+        CHECK(blob_is_shared(ok, &flag) == BLOB_OK && flag);
+        CHECK(blob_fill(ok, 2.0) == BLOB_OK);
+        {
+            float back[16];
+            CHECK(pread(sealed, back, sizeof back, 0) == (ssize_t)sizeof back && back[12] == 2.0f && back[11] == 0.0f);
+        }
+        blob_free(ok);
+        close(sealed);
+        close(unsealed);
+        close(plain);
+        close(pipefd[0]);
+        close(pipefd[1]);
     }
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_is_gpu((BlobEngine *)fake, &flag));
     BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_cpu(NULL));

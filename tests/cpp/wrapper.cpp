@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <stdexcept>
 #include <string>
 
@@ -241,6 +242,21 @@ int main(int argc, char **argv) {
             CHECK(released == 1);
             auto ro = blob::Blob::wrap_read_only(BLOB_F32, {4}, mem, sizeof mem);
             CHECK(!ro.is_writable() && status_of([&] { ro.fill(0); }) == BLOB_ERR_READ_ONLY);
+        }
+
+        // Shared memory: a blob rebuilt from the descriptor reaches the same bytes.
+        {
+            auto src = blob::Blob::tensor(BLOB_F32, {2, 3});
+            src.assign(std::vector<float>{1, 2, 3, 4, 5, 6});
+            CHECK(!src.is_shared() && status_of([&] { src.shared_fd(); }) == BLOB_ERR_INVALID_ARGUMENT);
+            src.share_memory();
+            CHECK(src.is_shared());
+            auto fd_off = src.shared_fd();
+            auto other = blob::Blob::from_shared_fd(BLOB_F32, {3, 2}, fd_off.first, fd_off.second);
+            ::close(fd_off.first);
+            other.fill(2.0);
+            CHECK(other.is_shared() && src.asum() == 12.0);
+            CHECK(status_of([&] { blob::Blob::from_shared_fd(BLOB_F32, {7}, -1, 0); }) == BLOB_ERR_INVALID_ARGUMENT);
         }
 
         // DLPack: an owning export handed to an importer and back.
