@@ -11,6 +11,32 @@ use blobcore::io::npy;
 use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Error, Index, Layout, Result, Scalar, Shape, TensorDesc};
 use std::ptr::NonNull;
 
+/// A memory file of `len` bytes, sealed against shrinking or not.
+fn memfd(len: i64, sealed: bool) -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    let flags = libc::MFD_CLOEXEC | if sealed { libc::MFD_ALLOW_SEALING } else { 0 };
+    // SAFETY: a literal name; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"t".as_ptr(), flags) };
+    assert!(fd >= 0);
+    // SAFETY: just opened, owned by nothing else.
+    let f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.set_len(len as u64).unwrap();
+    if sealed {
+        // SAFETY: adds a seal to a descriptor we own.
+        assert_eq!(unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) }, 0);
+    }
+    f
+}
+
+fn from_fd(e: &Engine, f: &std::fs::File, dims: &[usize], offset: u64) -> Result<Blob> {
+    use std::os::fd::AsFd;
+    Blob::from_shared_fd(e, DType::F32, Shape::new(dims)?, f.as_fd(), offset)
+}
+
+fn io(e: std::io::Error) -> Error {
+    Error::Io(e.to_string())
+}
+
 const NULL_POINTER: i32 = 1;
 const INVALID_ARGUMENT: i32 = 3;
 const SHAPE: i32 = 4;
@@ -413,6 +439,42 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
             let p = NonNull::new(mem.as_mut_ptr() as *mut u8).ok_or_else(|| Error::NullPointer("".into()))?;
             // SAFETY: the call fails: 16 bytes do not hold 8 floats.
             unsafe { Blob::wrap(&f.e, DType::F32, Shape::new(&[8])?, p, 16, None) }
+        };
+        // Shared memory: busy memory, blobs not shared, hostile descriptors and handles.
+        BUSY, "view", |f| f.a.share_memory();
+        BUSY, "view", |f| f.w.share_memory();
+        BUSY, "buffer", |f| f.l.share_memory();
+        INVALID_ARGUMENT, "share_memory", |f| f.a.shared_handle();
+        INVALID_ARGUMENT, "share_memory", |f| f.a.shared_fd();
+        UNSUPPORTED, "dense", |f| { let x = Blob::tensor(&f.e, DType::F32, &[2, 3])?; x.share_memory()?; x.permuted_view(&[1, 0])?.shared_fd() };
+        BUSY, "shared memory", |f| { let x = Blob::tensor(&f.e, DType::F32, &[2, 3])?; x.share_memory()?; x.reshape(&[7]) };
+        INVALID_ARGUMENT, "not a regular file", |f| from_fd(&f.e, &std::fs::File::open(std::env::temp_dir()).map_err(io)?, &[1], 0);
+        INVALID_ARGUMENT, "not a shared memory file", |f| from_fd(&f.e, &std::fs::File::open(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).map_err(io)?, &[1], 0);
+        INVALID_ARGUMENT, "F_SEAL_SHRINK", |f| from_fd(&f.e, &memfd(64, false), &[4], 0);
+        INVALID_ARGUMENT, "holds 64 bytes", |f| from_fd(&f.e, &memfd(64, true), &[17], 0);
+        INVALID_ARGUMENT, "holds 64 bytes", |f| from_fd(&f.e, &memfd(64, true), &[4], 52);
+        INVALID_ARGUMENT, "holds 64 bytes", |f| from_fd(&f.e, &memfd(64, true), &[1], u64::MAX - 3);
+        INVALID_ARGUMENT, "multiple", |f| from_fd(&f.e, &memfd(64, true), &[1], 2);
+        FORMAT, "cut short", |f| blobcore::SharedHandle::from_layout_bytes(memfd(64, true).into(), b"BCSH\x01\x00");
+        FORMAT, "not a blobcore handle", |f| blobcore::SharedHandle::from_layout_bytes(memfd(64, true).into(), b"pickle!!");
+        FORMAT, "past its end", |f| {
+            let x = Blob::tensor(&f.e, DType::F32, &[2])?;
+            x.share_memory()?;
+            let h = x.shared_handle()?;
+            let mut bytes = h.layout_bytes();
+            bytes.push(0);
+            blobcore::SharedHandle::from_layout_bytes(h.fd, &bytes)
+        };
+        FORMAT, "below its base", |f| {
+            // A hostile handle: a stride that reaches below the file's start.
+            let x = Blob::tensor(&f.e, DType::F32, &[2, 3])?;
+            x.share_memory()?;
+            let v = x.index(&[Index::Range { start: None, stop: None, step: Some(-1) }])?;
+            let h = v.shared_handle()?;
+            let mut bytes = h.layout_bytes();
+            let at = bytes.len() - 2 * 16 - 8; // the padding word, before 2 offsets and 2 strides
+            bytes[at..at + 8].copy_from_slice(&0u64.to_le_bytes());
+            blobcore::SharedHandle::from_layout_bytes(h.fd, &bytes)
         };
     ];
     assert!(table.len() >= 100, "the matrix has {} rows", table.len());
