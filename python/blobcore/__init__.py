@@ -47,6 +47,7 @@ from ._blobcore import (
     asblob,
     from_caffe_bytes,
     from_dlpack,
+    from_shared_fd,
     from_neoml_bytes,
     from_npy_bytes,
     layout_by_dims,
@@ -84,6 +85,7 @@ __all__ = [
     "__version__",
     "asblob",
     "from_dlpack",
+    "from_shared_fd",
     "merge",
     "merge_into",
     "split",
@@ -124,5 +126,7 @@ __all__ = [
     "float8_e5m2",
     "float8_e8m0fnu",
 ]
+from . import _multiprocessing  # noqa: E402,F401 - registers the reducer of shared blobs
+
 # The form type checkers understand as re-exporting the exception classes.
 __all__ += _errors.__all__

@@ -517,6 +517,59 @@ impl PyBlob {
         self.b.is_view()
     }
 
+    // ----------------------------------------------------------- shared memory
+
+    /// True when the memory is a shared memory file other processes can
+    /// map: after :meth:`share_memory`, for views of such a blob, and for
+    /// blobs received through ``multiprocessing`` or :func:`from_shared_fd`.
+    #[getter]
+    fn is_shared(&self) -> bool {
+        self.b.is_shared()
+    }
+
+    /// Moves the memory into shared memory in place (PyTorch's
+    /// ``share_memory_()``) and returns the blob: values, shape and layout
+    /// stay. A no-op when it already is. Raises ``BusyError`` while views,
+    /// exports (arrays, memoryviews, DLPack capsules) or buffers use the
+    /// current memory. A read-only blob stays read-only, in a file no
+    /// process can write. Shared blobs cross ``multiprocessing`` (queues,
+    /// pipes, pools, executors) as a file descriptor, in constant time,
+    /// and both sides see each other's writes; plain ``pickle`` still
+    /// copies the data.
+    fn share_memory(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
+        let b = slf.get().b.clone();
+        run(slf.py(), b.is_small(), || b.share_memory())?;
+        Ok(slf.clone().unbind())
+    }
+
+    /// ``(fd, offset)``: a new descriptor of a dense shared blob's memory
+    /// file (close-on-exec; close it when done) and the byte offset of its
+    /// first element, for :func:`from_shared_fd` in another process (send
+    /// the descriptor with ``socket.send_fds``). ``InvalidArgumentError``
+    /// when the blob is not shared.
+    fn shared_fd(&self) -> PyResult<(i32, u64)> {
+        let (fd, offset) = core(self.b.shared_fd())?;
+        Ok((std::os::fd::IntoRawFd::into_raw_fd(fd), offset))
+    }
+
+    /// ``(fd, layout)``: a new descriptor of the shared memory file (the
+    /// caller closes it) and the bytes :meth:`_from_shared_handle` rebuilds
+    /// the blob from (used by the ``multiprocessing`` reducer).
+    fn _shared_handle<'py>(&self, py: Python<'py>) -> PyResult<(i32, Bound<'py, PyBytes>)> {
+        let h = core(self.b.shared_handle())?;
+        let layout = PyBytes::new(py, &h.layout_bytes());
+        Ok((std::os::fd::IntoRawFd::into_raw_fd(h.fd), layout))
+    }
+
+    /// Rebuilds a blob from :meth:`_shared_handle`'s descriptor (duplicated:
+    /// the caller closes its own) and layout bytes.
+    #[staticmethod]
+    fn _from_shared_handle(py: Python<'_>, fd: i32, layout: &[u8]) -> PyResult<Self> {
+        let owned = crate::share::dup_fd(fd)?;
+        let h = core(blobcore::SharedHandle::from_layout_bytes(owned, layout))?;
+        Ok(Self::new(run(py, false, || Blob::from_shared_handle(&Engine::cpu(), &h))?))
+    }
+
     // ------------------------------------------------------------- shape edits
 
     /// Caffe ``Reshape``: keeps the memory when the new count fits the

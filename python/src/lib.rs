@@ -21,6 +21,7 @@ mod handle;
 mod indexing;
 mod layout;
 mod npyapi;
+mod share;
 mod weights;
 
 use pyo3::prelude::*;
@@ -38,6 +39,7 @@ fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyTensorDesc>()?;
     m.add_function(wrap_pyfunction!(layout::layout_by_dims, m)?)?;
     m.add_function(wrap_pyfunction!(functions::asblob, m)?)?;
+    m.add_function(wrap_pyfunction!(share::from_shared_fd, m)?)?;
     m.add_function(wrap_pyfunction!(functions::merge, m)?)?;
     m.add_function(wrap_pyfunction!(functions::merge_into, m)?)?;
     m.add_function(wrap_pyfunction!(functions::split, m)?)?;

@@ -70,6 +70,31 @@ def exchange_to_py(tensor):
     return f(tensor, ctypes.byref(ctypes.py_object()))
 
 
+def _with_memfd(f):
+    """Calls f with an unsealed memory file of 64 bytes."""
+    import os
+
+    fd = os.memfd_create("bad")
+    os.ftruncate(fd, 64)
+    try:
+        return f(fd)
+    finally:
+        os.close(fd)
+
+
+def _with_shared(f):
+    """Calls f with the descriptor of a shared float32 blob of 4 elements."""
+    import os
+
+    b = bc.Blob.tensor([4])
+    b.share_memory()
+    fd, _ = b.shared_fd()
+    try:
+        return f(fd)
+    finally:
+        os.close(fd)
+
+
 ROWS = [
     # shapes and dtypes at creation
     (lambda f: bc.Blob.tensor([-1, 2]), bc.ShapeError, "negative"),
@@ -203,6 +228,24 @@ ROWS = [
     (lambda f: bc.save_caffemodel("/tmp/never.caffemodel", {"i": [f.b]}), bc.DTypeError, "float32 or float64"),
     (lambda f: bc.save_caffemodel("/tmp/never.caffemodel", {"i": 3}), bc.InvalidArgumentError, "list of blobs"),
     (lambda f: bc.save_caffemodel("/tmp/never.caffemodel", {"i": [f.a]}, types={"i": 4}), bc.InvalidArgumentError, "must be str"),
+    # shared memory (issue 31)
+    (lambda f: f.a.share_memory(), bc.BusyError, "view"),
+    (lambda f: f.w.share_memory(), bc.BusyError, "view"),
+    (lambda f: f.l.share_memory(), bc.BusyError, "buffer"),
+    (lambda f: f.a.shared_fd(), bc.InvalidArgumentError, "share_memory"),
+    (lambda f: f.a._shared_handle(), bc.InvalidArgumentError, "share_memory"),
+    (lambda f: bc.from_shared_fd(-1, [4]), bc.InvalidArgumentError, "not an open file"),
+    (lambda f: bc.from_shared_fd(10**6, [4]), bc.InvalidArgumentError, "not an open file"),
+    (lambda f: bc.from_shared_fd(0, [-4]), bc.ShapeError, ""),
+    (lambda f: bc.from_shared_fd(0, [4], dtype="complex64"), bc.DTypeError, ""),
+    (lambda f: bc.from_shared_fd("3", [4]), TypeError, ""),
+    (lambda f: bc.from_shared_fd(0, [4], offset=-1), OverflowError, ""),
+    (lambda f: _with_memfd(lambda fd: bc.from_shared_fd(fd, [4])), bc.InvalidArgumentError, "F_SEAL_SHRINK"),
+    (lambda f: _with_shared(lambda fd: bc.from_shared_fd(fd, [5])), bc.InvalidArgumentError, "holds 16 bytes"),
+    (lambda f: _with_shared(lambda fd: bc.from_shared_fd(fd, [1], offset=3)), bc.InvalidArgumentError, "multiple"),
+    (lambda f: _with_shared(lambda fd: bc.Blob._from_shared_handle(fd, b"")), bc.FormatError, "cut short"),
+    (lambda f: _with_shared(lambda fd: bc.Blob._from_shared_handle(fd, b"BCSH\x09" + bytes(20))), bc.FormatError, "another version"),
+    (lambda f: bc.Blob._from_shared_handle(-1, b""), bc.InvalidArgumentError, "not an open file"),
     # engine counters
     (lambda f: bc.Engine.cpu().stats(1), TypeError, ""),
     (lambda f: bc.Engine.cpu().reset_stats(None), TypeError, ""),

@@ -20,6 +20,7 @@ EXERCISED = {
     "object_size", "offset", "owner", "parent", "parent_pos", "permute_from", "permuted", "raw", "raw_count", "region",
     "reinterpret", "release_buffer", "reorder_from", "reshape", "same_shape", "save_caffe", "save_neoml", "save_npy",
     "scale", "set_parent_pos", "shape", "shape_equals", "shape_string", "share_data", "share_diff", "shares_memory",
+    "share_memory", "is_shared", "shared_fd",
     "shift_parent_pos", "size", "slice", "sumsq", "tensor", "to_caffe_bytes", "to_neoml_bytes", "to_npy_bytes",
     "tolist", "transpose", "transpose_from", "transposed", "update", "vector", "width", "window", "with_desc", "writeable",
 }
@@ -41,6 +42,15 @@ G = [bc.Blob.from_numpy(np.zeros(8, np.float32), copy=False)]   # grows: its Num
 X, Y = bc.Blob.tensor([4, 8]), bc.Blob.tensor([4, 8])
 caffe = os.path.join(tmp, "a.caffe"); S.save_caffe(caffe)
 desc = bc.TensorDesc(bc.float32, [1, 16, 2, 2], bc.Layout.NHWC)
+H = bc.Blob.tensor([16, 16])                          # moved into shared memory by one thread, used by all
+from multiprocessing.reduction import ForkingPickler
+
+def shared_round_trip(t):
+    fd, off = H.shared_fd()
+    try:
+        bc.from_shared_fd(fd, [16, 16], offset=off).fill(t)
+    finally:
+        os.close(fd)
 
 def buf_cycle(b):
     arr = b.get_buffer(0, 4, True)
@@ -124,6 +134,9 @@ OPS = {
     "setelement": lambda t: random.choice([A, N, D, V]).__setitem__((t % 64, 3), float(t)),
     "fillsmall": lambda t: random.choice([A, V]).__setitem__((t % 64, slice(0, 4)), t),
     "exchange": lambda t: exchange_round_trip(random.choice([A, V, W])),
+    # shared memory (issue 31): moving, descriptors, and the multiprocessing reducer in one process
+    "share_memory": lambda t: random.choice([H, H[::2], A]).share_memory(), "is_shared": lambda t: H.is_shared,
+    "shared_fd": shared_round_trip, "mp_pickle": lambda t: ForkingPickler.loads(ForkingPickler.dumps(H[t % 16])).fill(t),
 }
 names = sorted(OPS)
 errors = []
