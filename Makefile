@@ -180,6 +180,7 @@ bench-py: wheel
 	  -Wl,-rpath,$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))") -o build/dlpack_exchange
 	PYTHONPATH=$$($(VENV)/bin/python -c "import site; print(site.getsitepackages()[0])") build/dlpack_exchange
 	$(VENV)/bin/python bench/weights_bench.py
+	$(VENV)/bin/python bench/shared_bench.py
 
 # cargo-fuzz over every target for FUZZ_SECONDS each, starting from the
 # seed corpus in fuzz/seeds. Needs a nightly toolchain; skips without one.
