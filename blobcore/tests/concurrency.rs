@@ -188,3 +188,55 @@ fn any_layout_operations_from_many_threads() {
         h.join().expect("no thread panicked");
     }
 }
+
+/// Shared memory from many threads (issue 31): one thread's
+/// `share_memory` races the others' views, fills, handles and rebuilt
+/// blobs of the same blob. Only Busy (memory in use) or InvalidArgument
+/// (not shared yet) may refuse; the values end as a serial run leaves them.
+#[cfg(unix)]
+#[test]
+fn shared_memory_from_many_threads() {
+    let e = Engine::cpu();
+    let b = Blob::tensor(&e, DType::F32, &[THREADS, ROW]).unwrap();
+    let start = Arc::new(Barrier::new(THREADS));
+    let done = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (b, e, start, done) = (b.clone(), e.clone(), Arc::clone(&start), Arc::clone(&done));
+            std::thread::spawn(move || {
+                start.wait();
+                for i in 0..ITERS {
+                    let r: blobcore::Result<()> = match (t + i) % 5 {
+                        0 => b.share_memory(),
+                        1 => b.shared_handle().and_then(|h| Blob::from_shared_handle(&e, &h)).and_then(|r| r.fill(0.5)),
+                        2 => b.window(1).and_then(|w| { w.set_parent_pos(t as i64)?; w.fill(t as f64) }),
+                        3 => b.asum().map(|_| ()),
+                        _ => { let _ = b.is_shared(); Ok(()) }
+                    };
+                    if let Err(err) = r {
+                        assert!(matches!(err.code(), 3 | 8), "only Busy or not-shared-yet may refuse: {err}");
+                    }
+                }
+                // The last word on this thread's row.
+                let w = retry(|| b.window(1));
+                retry(|| w.set_parent_pos(t as i64));
+                retry(|| w.fill(t as f64));
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    while done.load(Ordering::SeqCst) < THREADS {
+        assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: only {} of {THREADS} threads finished", done.load(Ordering::SeqCst));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for h in handles {
+        h.join().expect("no thread panicked");
+    }
+    retry(|| b.share_memory());
+    assert!(b.is_shared());
+    let v = b.to_vec::<f32>().unwrap();
+    for t in 0..THREADS {
+        assert!(v[t * ROW..(t + 1) * ROW].iter().all(|&x| x == t as f32), "row {t}");
+    }
+}
