@@ -36,10 +36,15 @@ def dev_shm():
     return {n for n in names if not n.startswith("sem.")}
 
 
+# The CPU engine, named: a process forked from one that used a GPU device
+# cannot use it (as with CUDA), and fork hands blobs to children as they are.
+CPU = bc.Engine.cpu()
+
+
 def ramp(shape, dtype):
     n = int(np.prod(shape))
     a = (np.arange(n) % 120 - 60).astype(dtype).reshape(shape)
-    return bc.Blob.from_numpy(a)
+    return bc.Blob.from_numpy(a, engine=CPU)
 
 
 # ------------------------------------------------------------------ workers
