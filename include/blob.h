@@ -362,7 +362,7 @@ int32_t blob_create_full(const struct BlobEngine *e,
                          double value,
                          struct Blob **out);
 
-// NeoML `CreateVector`: dims [n].
+// NeoML `CreateVector`: dims `[n]`.
 int32_t blob_create_vector(const struct BlobEngine *e, int32_t dtype, int64_t n, struct Blob **out);
 
 // NeoML `CreateMatrix`: dims [height, width].
@@ -517,12 +517,19 @@ int32_t blob_to_dlpack_legacy(struct Blob *b, struct DLManagedTensor **out_tenso
 // non-CPU device `BLOB_ERR_UNSUPPORTED`; a dtype blobcore lacks
 // `BLOB_ERR_DTYPE`; negative, overflowing or rank > 32 shapes
 // `BLOB_ERR_SHAPE`.
+//
+// # Safety
+// `t` is NULL or points to a live managed tensor whose `dl_tensor` and
+// memory stay valid until its deleter runs (DLPack's contract).
 int32_t blob_from_dlpack(const struct BlobEngine *e,
                          struct DLManagedTensorVersioned *t,
                          struct Blob **out_blob);
 
 // Imports a legacy `DLManagedTensor` as `blob_from_dlpack` does (the blob
 // is writable: the legacy struct has no read-only flag).
+//
+// # Safety
+// As `blob_from_dlpack`.
 int32_t blob_from_dlpack_legacy(const struct BlobEngine *e,
                                 struct DLManagedTensor *t,
                                 struct Blob **out_blob);

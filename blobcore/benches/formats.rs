@@ -47,7 +47,7 @@ fn save_views() {
         x.save_npy(&path).expect("saves");
     };
     let runs = 5;
-    println!("\nsaving {n}x{n} f32 ({} MiB) to .npy on tmpfs, {} threads", n * n * 4 >> 20, rayon::current_num_threads());
+    println!("\nsaving {n}x{n} f32 ({} MiB) to .npy on tmpfs, {} threads", (n * n * 4) >> 20, rayon::current_num_threads());
     println!("{:<22} {:>9} {:>10}  target", "view", "ms", "x dense");
     let dense = median(runs, || save(&b));
     println!("{:<22} {:>9.1} {:>10.2}", "dense", dense * 1e3, 1.0);

@@ -137,6 +137,7 @@ impl std::ops::DerefMut for StateMut<'_> {
 /// discipline's "never the same lock twice in one call", checked
 /// deterministically rather than by waiting for a deadlock.
 #[cfg(test)]
+#[allow(clippy::items_after_test_module)] // a test helper the code above calls, not a test module
 pub(crate) mod lock_check {
     use std::cell::RefCell;
 

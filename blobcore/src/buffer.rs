@@ -42,7 +42,7 @@ impl Blob {
     /// itself). While any buffer is held, reallocating the memory is Busy.
     ///
     /// The pointer stays valid until released (the stack keeps the memory
-    /// alive). Rust callers should prefer [`Blob::buffer`].
+    /// alive). Rust callers should prefer [`Blob::buffer_read`] and [`Blob::buffer_write`].
     pub fn get_buffer(&self, pos: i64, size: i64, exchange: bool) -> Result<NonNull<u8>> {
         let region = self.range_region(pos, size)?;
         // range_region checked both are non-negative.

@@ -339,6 +339,7 @@ pub(crate) fn bf16_to_f32(x: bf16) -> f32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // exact halfway and boundary cases, digit for digit
 mod tests {
     use super::*;
 

@@ -198,7 +198,7 @@ pub unsafe trait Element:
     /// The runtime tag of this type.
     const DTYPE: DType;
     /// Converts a double to this type: floats round once to nearest even
-    /// ([`crate::convert`]), integers truncate toward zero and saturate at
+    /// (`blobcore::convert`), integers truncate toward zero and saturate at
     /// their range (NaN becomes 0). Named apart from `half`'s inherent
     /// `f16::from_f64`, which rounds through f32 on F16C machines and would
     /// shadow a trait method of the same name on the concrete type.

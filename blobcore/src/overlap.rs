@@ -230,7 +230,7 @@ fn inverse(a: u128, m: u128) -> u128 {
 /// `x_k` is limited to the values that the remaining terms can complete
 /// (their bounded sum) and to the residue class their gcd allows.
 fn solve(terms: &mut [(u128, u128)], target: u128, max_work: u64) -> Option<bool> {
-    terms.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    terms.sort_unstable_by_key(|t| std::cmp::Reverse(t.0));
     let n = terms.len();
     // rest[k]: the largest sum of the terms after k; g[k]: their gcd.
     let mut rest = vec![0u128; n + 1];

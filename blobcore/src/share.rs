@@ -2,7 +2,7 @@
 //! shares tensors).
 //!
 //! [`Blob::share_memory`] moves a blob's memory into a memory file
-//! ([`crate::shared`]) in place; views, windows and regions of it are in
+//! (`blobcore::shared`, a private module) in place; views, windows and regions of it are in
 //! shared memory too. [`Blob::shared_handle`] describes a blob as another
 //! process can rebuild it: a new descriptor of the file, the byte offset
 //! of the blob's base in it and its layout. [`Blob::from_shared_handle`]

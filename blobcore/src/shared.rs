@@ -196,8 +196,10 @@ impl FileInfo {
             if unsafe { libc::fstatfs(raw, &mut fs) } != 0 {
                 return Err(os_error("fstatfs"));
             }
-            let magic = fs.f_type as i64;
-            if magic != libc::TMPFS_MAGIC as i64 && magic != libc::HUGETLBFS_MAGIC as i64 {
+            // The field's and the constants' C types differ between targets.
+            #[allow(clippy::unnecessary_cast)]
+            let (magic, tmpfs, hugetlbfs) = (fs.f_type as i64, libc::TMPFS_MAGIC as i64, libc::HUGETLBFS_MAGIC as i64);
+            if magic != tmpfs && magic != hugetlbfs {
                 return Err(err!(
                     InvalidArgument,
                     "descriptor {raw} is not a shared memory file: it lives on a file system of type {magic:#x}, not in memory (tmpfs)"

@@ -86,8 +86,6 @@ fn fixtures() -> Fx {
     Fx { e, a, b, c, v, w, l, held, blocked }
 }
 
-/// The first two columns of a [2, 3] blob: a square view of its memory.
-
 /// Everything observable about the fixtures.
 fn digest(f: &Fx) -> Vec<(Vec<usize>, DType, Vec<u8>, usize)> {
     [&f.a, &f.b, &f.c, &f.v, &f.w, &f.l]

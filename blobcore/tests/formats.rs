@@ -183,7 +183,7 @@ fn caffe_legacy_offset_and_data_at_pad_low_ranks_as_caffe() {
     assert!(b.diff_if_created().is_none(), "reading the diff creates none");
     b.diff().unwrap().fill(2.5).unwrap();
     assert_eq!(b.diff_at(1, 2, 3, 4).unwrap(), 2.5);
-    let m = Blob::from_slice(&e, &[3, 5], &(0..15).map(|i| i as i32).collect::<Vec<_>>()).unwrap();
+    let m = Blob::from_slice(&e, &[3, 5], &(0..15).collect::<Vec<i32>>()).unwrap();
     assert_eq!(m.legacy_offset(2, 4, 0, 0).unwrap(), 14);
     assert_eq!(m.data_at(1, 3, 0, 0).unwrap(), 8.0);
     assert_eq!(m.legacy_offset(0, 0, 1, 0).unwrap_err().code(), 6);

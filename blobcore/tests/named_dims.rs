@@ -5,6 +5,8 @@
 //! with integer axes on an explicitly padded rank-7 copy, and hand-written
 //! NeoML results for the small cases.
 
+#![allow(clippy::identity_op)] // index formulas written out in full
+
 mod common;
 
 use blobcore::{Blob, BlobDim, DType};

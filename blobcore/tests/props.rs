@@ -275,7 +275,7 @@ fn reversed_case<T: MaybeArith>(dims: Vec<usize>, steps: Vec<i8>, op: u8) {
     let v = base.index(&key).unwrap();
     let want = a.slice(nd.as_slice()).to_owned();
     check(&v, &want);
-    if want.len() > 0 {
+    if !want.is_empty() {
         assert!(v.shares_memory(&base));
     }
     // A view of the view: every axis reversed again.
@@ -475,7 +475,7 @@ fn large_blobs_take_parallel_paths_correctly() {
         check(&Blob::from_npy_bytes(&common::engine(), &t.to_npy_bytes().unwrap()).unwrap(), &want);
         let r = t.index(&[blobcore::Index::Range { start: None, stop: None, step: Some(-1) }]).unwrap();
         let mut got = Vec::new();
-        r.for_each_chunk(|p| Ok(got.extend_from_slice(p))).unwrap();
+        r.for_each_chunk(|p| { got.extend_from_slice(p); Ok(()) }).unwrap();
         let rev = want.slice_axis(Axis(0), Slice::new(0, None, -1)).as_standard_layout().to_owned();
         let rev_bytes: Vec<u8> = rev.iter().flat_map(|v| v.to_ne_bytes()).collect();
         assert_eq!(got, rev_bytes);

@@ -68,7 +68,7 @@ pub extern "C" fn blob_create_full(e: *const BlobEngine, dtype: i32, dims: *cons
     create(e, dtype, out, |e, d| blobcore::Blob::full(e, d, &parse_dims(dims, rank)?, value))
 }
 
-/// NeoML `CreateVector`: dims [n].
+/// NeoML `CreateVector`: dims `[n]`.
 #[no_mangle]
 pub extern "C" fn blob_create_vector(e: *const BlobEngine, dtype: i32, n: i64, out: *mut *mut Blob) -> i32 {
     create(e, dtype, out, |e, d| blobcore::Blob::vector(e, d, dim(n, "n")?))

@@ -58,6 +58,14 @@ pub extern "C" fn blob_to_dlpack_legacy(b: *mut Blob, out_tensor: *mut *mut DLMa
 /// non-CPU device `BLOB_ERR_UNSUPPORTED`; a dtype blobcore lacks
 /// `BLOB_ERR_DTYPE`; negative, overflowing or rank > 32 shapes
 /// `BLOB_ERR_SHAPE`.
+///
+/// # Safety
+/// `t` is NULL or points to a live managed tensor whose `dl_tensor` and
+/// memory stay valid until its deleter runs (DLPack's contract).
+// `extern "C"` functions are called from C, where `unsafe` means nothing:
+// the pointer contract is the `# Safety` section above, checked as far as
+// a pointer can be (NULL) and otherwise the caller's, as in rustls-ffi.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 #[no_mangle]
 pub extern "C" fn blob_from_dlpack(e: *const BlobEngine, t: *mut DLManagedTensorVersioned, out_blob: *mut *mut Blob) -> i32 {
     ffi!({
@@ -73,6 +81,13 @@ pub extern "C" fn blob_from_dlpack(e: *const BlobEngine, t: *mut DLManagedTensor
 
 /// Imports a legacy `DLManagedTensor` as `blob_from_dlpack` does (the blob
 /// is writable: the legacy struct has no read-only flag).
+///
+/// # Safety
+/// As `blob_from_dlpack`.
+// `extern "C"` functions are called from C, where `unsafe` means nothing:
+// the pointer contract is the `# Safety` section above, checked as far as
+// a pointer can be (NULL) and otherwise the caller's, as in rustls-ffi.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 #[no_mangle]
 pub extern "C" fn blob_from_dlpack_legacy(e: *const BlobEngine, t: *mut DLManagedTensor, out_blob: *mut *mut Blob) -> i32 {
     ffi!({

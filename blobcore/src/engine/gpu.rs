@@ -548,6 +548,7 @@ impl Gpu {
     /// device copy per run, batched in one submission, when the runs are
     /// few and long; else the row kernel (3-D grid, no division per
     /// element).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn copy_rows(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, planes: usize, rows: usize, run: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
         if planes == 0 || rows == 0 || run == 0 {
             return Ok(());
@@ -604,6 +605,7 @@ impl Gpu {
     /// A tiled 2-D transpose of words through workgroup memory, batched
     /// over `planes`: `dst[d.0 + q*d.2 + c*d.1 + r] = src[s.0 + q*s.2 +
     /// r*s.1 + c]` for r < rows, c < cols (source rows and columns).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn transpose(&self, dst: &wgpu::Buffer, src: &wgpu::Buffer, planes: usize, rows: usize, cols: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
         if planes == 0 || rows == 0 || cols == 0 {
             return Ok(());

@@ -5,7 +5,7 @@
 //! what `cat file > /dev/null` does on a warm cache: the copy out of the
 //! page cache and the first touch of every fresh page (the kernel zeroes it,
 //! a 2 MiB transparent huge page at a time for blob memory) run in one
-//! thread, back to back. A [`ReadPlan`] instead collects every read of a
+//! thread, back to back. A `ReadPlan` instead collects every read of a
 //! load first — (file, offset) into a blob's memory, from any number of
 //! files — and then runs them as `pread`s of [`CHUNK`] bytes spread over
 //! the worker pool's threads and the calling thread, so both the faults

@@ -5,7 +5,7 @@
 //!
 //! Every decoder treats its input as hostile: a size field is checked
 //! against the bytes actually present before anything is allocated, so a
-//! header claiming 2^40 elements is a [`Error::Format`](crate::Error::Format)
+//! header claiming 2^40 elements is a [`Error::Format`]
 //! at once; truncated input and trailing bytes are Format errors; nothing
 //! panics. A decoder never allocates more than about twice its input.
 //!

@@ -4,7 +4,7 @@
 //! the result:
 //! - integer to integer wraps modulo 2^bits (`int64(-1)` to `uint8` is 255);
 //! - integer to float and float to float round once, to nearest even,
-//!   from the exact source value ([`crate::convert`]): float64 and 32/64-bit
+//!   from the exact source value (`blobcore::convert`): float64 and 32/64-bit
 //!   integers into bfloat16 and the float8 types round directly, where
 //!   ml_dtypes and PyTorch round through float32 (twice); float8_e8m0fnu
 //!   rounds ties up, as ml_dtypes does ([`crate::float8`]);
@@ -215,6 +215,7 @@ impl Blob {
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // exact halfway cases, digit for digit
 mod tests {
     use crate::{Blob, DType, Engine};
 

@@ -280,7 +280,9 @@ impl Blob {
         // SAFETY: the caller promises `len` readable bytes at `src`.
         let bytes = unsafe { std::slice::from_raw_parts(src, len) };
         if theirs.may_overlap(&self.footprint()) {
-            return self.copy_from_bytes(&bytes.to_vec());
+            // A private copy first: the source overlaps the destination.
+            let copy: Vec<u8> = bytes.to_vec();
+            return self.copy_from_bytes(&copy);
         }
         self.copy_from_bytes(bytes)
     }

@@ -1,5 +1,5 @@
 //! Operations on blob data. Each file holds one family; all of them work
-//! on [`Region`](crate::blob::Region) snapshots with registered borrows,
+//! on `Region` snapshots with registered borrows,
 //! so no operation can race a guard or another operation on overlapping
 //! memory.
 
@@ -114,6 +114,7 @@ mod self_operand_tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn every_two_operand_operation_on_one_blob() {
         let strided = |b: &Blob| b.index(&[Index::ALL, Index::Range { start: None, stop: None, step: Some(2) }]).unwrap();
         let kinds: Vec<(&str, Box<dyn Fn() -> Blob>)> = vec![

@@ -1,6 +1,6 @@
 //! Transposes and permutations: `numpy.swapaxes` / `numpy.transpose`
 //! followed by a contiguous copy. All of them are a permuted view of the
-//! source copied by the transposition engine ([`crate::ops::strided`]),
+//! source copied by the transposition engine (`ops::strided`),
 //! the same engine as every layout reorder.
 
 use crate::blob::Blob;
