@@ -10,7 +10,32 @@ CBINDGEN := $(CURDIR)/.tools/bin/cbindgen
 # Honours CARGO_TARGET_DIR as cargo does (a make variable here unless the
 # environment sets it, so cargo's own default is unchanged).
 CARGO_TARGET_DIR ?= target
+# The glibc floor of libblob.so and the wheel on x86_64 Linux: both are
+# linked by zig against glibc 2.17's symbols (cargo-zigbuild for libblob,
+# maturin --zig for the manylinux_2_17 wheel), so they load on RHEL/Rocky
+# 8 and 9, Debian 11, Ubuntu 20.04 and newer. FLOOR=0 builds natively
+# (against this machine's glibc) instead; elsewhere that is the default.
+GLIBC_FLOOR := 2.17
+MANYLINUX := manylinux_2_17
+FLOOR_TRIPLE := x86_64-unknown-linux-gnu
+ifeq ($(shell uname -sm),Linux x86_64)
+FLOOR ?= 1
+else
+FLOOR ?= 0
+endif
+ifeq ($(FLOOR),1)
+LIBDIR := $(CARGO_TARGET_DIR)/$(FLOOR_TRIPLE)/release
+WHEEL_FLAGS := --zig --compatibility $(MANYLINUX)
+else
 LIBDIR := $(CARGO_TARGET_DIR)/release
+WHEEL_FLAGS :=
+endif
+ZIGLANG_VERSION := 0.17.1
+ZIGBUILD_VERSION := 0.24.1
+ZIG := $(CURDIR)/.tools/bin/zig
+ZIGBUILD := $(CURDIR)/.tools/bin/cargo-zigbuild
+# zig and cargo-zigbuild come first on PATH for the floor builds.
+TOOLS_PATH := PATH=$(CURDIR)/.tools/bin:$$PATH
 STAGE := $(CURDIR)/build/stage
 CBUILD := $(CURDIR)/build/c
 VALGRIND ?= valgrind
@@ -34,7 +59,7 @@ define if_gpu
 	else echo "SKIPPED: $(2) (no GPU adapter; install mesa-vulkan-drivers for lavapipe)"; fi
 endef
 
-.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check clean fuzz tsan deps deps-check
+.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check clean fuzz tsan deps deps-check
 
 all: build
 
@@ -52,6 +77,29 @@ deps-check:
 build:
 	@$(DEPS) build
 	$(CARGO) build --workspace --release
+ifeq ($(FLOOR),1)
+	$(MAKE) libblob-floor
+endif
+
+# libblob.so and libblob.a against glibc $(GLIBC_FLOOR), checked with objdump.
+libblob-floor: $(ZIG) $(ZIGBUILD)
+	$(TOOLS_PATH) $(CARGO) zigbuild --release -p blobcore-capi --target $(FLOOR_TRIPLE).$(GLIBC_FLOOR)
+	$(PYTHON) scripts/check_glibc_floor.py $(GLIBC_FLOOR) $(LIBDIR)/libblob.so
+
+# zig from PyPI (the ziglang package) in a venv of its own under .tools, so
+# that building the C library needs no Python packages beyond it.
+$(ZIG):
+	@$(DEPS) build python
+	rm -rf $(CURDIR)/.tools/zig
+	$(PYTHON) -m venv $(CURDIR)/.tools/zig
+	$(CURDIR)/.tools/zig/bin/pip install -q ziglang==$(ZIGLANG_VERSION)
+	mkdir -p $(CURDIR)/.tools/bin
+	printf '#!/bin/sh\nexec "%s" -m ziglang "$$@"\n' "$(CURDIR)/.tools/zig/bin/python" > $@
+	chmod +x $@
+
+$(ZIGBUILD):
+	@$(DEPS) build
+	$(CARGO) install --quiet --locked --root $(CURDIR)/.tools cargo-zigbuild --version $(ZIGBUILD_VERSION)
 
 demo: build stage
 	@$(DEPS) build c python
@@ -70,7 +118,7 @@ demo-py: wheel
 	build/venv-clean/bin/pip install -q $(WHEELS)/blobcore-*.whl
 	cd build && venv-clean/bin/python -c "import blobcore as bc, numpy as np; b = bc.Blob.tensor([2, 3]); b.fill(2); print('clean venv:', bc.__version__, np.asarray(b).sum())"
 
-test: deps deps-check header-check lint doc-check test-rust test-c test-py tsan
+test: deps deps-check header-check lint doc-check package-check test-rust test-c test-py tsan
 
 # Release mode: the property tests run many cases, and the memory test
 # checks resident sizes of optimised code.
@@ -118,16 +166,52 @@ $(NEOML_VENV)/.ready: python/requirements-neoml.txt
 	  touch $@; \
 	else echo "SKIPPED: the neoml package could not be installed into $(NEOML_VENV); its archive tests will skip"; fi
 
-# Builds the abi3 wheel into build/wheels and installs it into .venv.
-wheel: $(VENV)/.ready
+# Builds the abi3 wheel into build/wheels (manylinux_2_17 on x86_64 Linux,
+# see GLIBC_FLOOR) and installs it into .venv.
+wheel: $(VENV)/.ready $(if $(filter 1,$(FLOOR)),$(ZIG))
 	@$(DEPS) build python
 	rm -f $(WHEELS)/blobcore-*.whl
-	$(VENV)/bin/maturin build --quiet --release -m python/Cargo.toml -o $(WHEELS)
+	$(TOOLS_PATH) $(VENV)/bin/maturin build --quiet --release $(WHEEL_FLAGS) -m python/Cargo.toml -o $(WHEELS)
 	$(VENV)/bin/pip install -q --force-reinstall --no-deps $(WHEELS)/blobcore-*.whl
+
+# The wheel's platform tag (auditwheel) and its glibc floor (objdump).
+wheel-check: wheel
+ifeq ($(FLOOR),1)
+	$(VENV)/bin/auditwheel show $(WHEELS)/blobcore-*.whl | tr -d '\n' | grep -q 'consistent with the following platform tag: *"$(MANYLINUX)_x86_64"'
+	$(PYTHON) scripts/check_glibc_floor.py $(GLIBC_FLOOR) $(WHEELS)/blobcore-*.whl
+else
+	@echo "SKIPPED: the manylinux check (FLOOR=0: a native wheel)"
+endif
+
+# What goes to PyPI, in build/dist: the sdist and the wheel.
+DIST := $(CURDIR)/build/dist
+dist: wheel
+	rm -rf $(DIST)
+	mkdir -p $(DIST)
+	$(VENV)/bin/maturin sdist -m python/Cargo.toml -o $(DIST)
+	cp $(WHEELS)/blobcore-*.whl $(DIST)/
+
+# The sdist (built from source by pip) and the wheel, each installed into a
+# clean virtual environment with only the test tools, pass a representative
+# part of the Python suite there (the whole suite runs on the wheel in
+# test-py).
+DIST_TESTS := test_sharing.py test_shared_memory.py test_bad_input.py test_numpy_oracle.py test_indexing.py \
+	test_properties.py test_dtypes.py test_stubs.py
+test-dist: dist
+	@for kind in sdist wheel; do \
+	  venv=$(CURDIR)/build/venv-$$kind; rm -rf $$venv; \
+	  $(PYTHON) -m venv $$venv || exit 1; \
+	  $$venv/bin/pip install -q --upgrade pip || exit 1; \
+	  if [ $$kind = sdist ]; then pkg=$$(echo $(DIST)/blobcore-*.tar.gz); else pkg=$$(echo $(DIST)/blobcore-*.whl); fi; \
+	  echo "== $$kind: pip install $$(basename $$pkg) into a clean venv"; \
+	  CARGO_TARGET_DIR=$(CURDIR)/build/cargo-sdist $$venv/bin/pip install -q $$pkg || exit 1; \
+	  $$venv/bin/pip install -q pytest hypothesis ml_dtypes safetensors || exit 1; \
+	  (cd python/tests && $$venv/bin/python -m pytest -q -p no:cacheprovider $(DIST_TESTS)) || exit 1; \
+	done
 
 # pytest against the installed wheel (run from python/tests so that the
 # source tree's package does not shadow it).
-test-py: wheel stage $(NEOML_VENV)/.ready
+test-py: wheel-check test-dist stage $(NEOML_VENV)/.ready
 	cd python/tests && BLOBCORE_LIBBLOB=$(STAGE)/lib/libblob.so BLOBCORE_NEOML_PYTHON=$(NEOML_VENV)/bin/python $(VENV)/bin/python -m pytest -q
 	$(call if_gpu,cd python/tests && BLOBCORE_ENGINE=gpu $(VENV)/bin/python -m pytest -q,the Python suite on the GPU engine)
 
@@ -215,6 +299,11 @@ lint:
 
 doc-check:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace
+
+# The crate as crates.io would get it: `cargo package` builds it from the
+# packaged files alone (blobcore-capi and the Python crate are not published).
+package-check:
+	$(CARGO) package -p blobcore --allow-dirty
 
 clean:
 	$(CARGO) clean

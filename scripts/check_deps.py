@@ -34,7 +34,7 @@ SHELL_WORDS = {
 # Programs of Debian's essential/required base (coreutils, sed, grep, mawk,
 # findutils, debianutils, util-linux, bash, dpkg, apt) and of rustup.
 BASE = {
-    "rm", "mkdir", "install", "ln", "cp", "mv", "cat", "touch", "head", "tail", "sort",
+    "rm", "mkdir", "install", "ln", "cp", "mv", "cat", "touch", "chmod", "head", "tail", "sort",
     "mktemp", "tee", "tr", "cut", "wc", "env", "id", "dirname", "basename", "readlink",
     "realpath", "uname", "nproc", "sleep", "seq", "xargs", "find", "sed", "grep", "awk",
     "bash", "sh", "which", "ldconfig", "dpkg", "dpkg-query", "apt-get", "sudo", "timeout",

@@ -31,6 +31,7 @@ TOOLS=(
     "cc build build-essential"
     "c++ build build-essential"
     "make build build-essential"
+    "objdump build build-essential"
     "pkg-config build pkg-config"
     "cmake c cmake"
     "ctest c cmake"

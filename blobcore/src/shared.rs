@@ -225,8 +225,13 @@ impl FileInfo {
 /// A new, empty, unnamed memory file (close-on-exec).
 #[cfg(target_os = "linux")]
 fn new_memory_file() -> Result<File> {
-    // SAFETY: the name is a NUL-terminated literal; the result is checked.
-    let fd = unsafe { libc::memfd_create(c"blobcore".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    // The system call itself, not glibc's wrapper (glibc >= 2.27): the
+    // manylinux_2_17 wheel and libblob.so must load on older systems too
+    // (the call needs Linux >= 3.17).
+    // SAFETY: memfd_create takes a NUL-terminated name and flags; the
+    // result is checked.
+    let ret = unsafe { libc::syscall(libc::SYS_memfd_create, c"blobcore".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    let fd = libc::c_int::try_from(ret).unwrap_or(-1);
     if fd < 0 {
         return Err(os_error("memfd_create"));
     }

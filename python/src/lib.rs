@@ -1,6 +1,6 @@
 //! `blobcore._blobcore`: the Python binding of blobcore (pyo3, abi3 for
 //! CPython >= 3.11). It only translates: every semantic lives in the
-//! `blobcore` crate. The package `blobcore` (python/blobcore/) re-exports
+//! `blobcore` crate. The package `blobcore` (python/pysrc/blobcore/) re-exports
 //! it with the exception classes, dtypes and `Dim`.
 
 mod args;
