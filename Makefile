@@ -59,7 +59,7 @@ define if_gpu
 	else echo "SKIPPED: $(2) (no GPU adapter; install mesa-vulkan-drivers for lavapipe)"; fi
 endef
 
-.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check clean fuzz tsan deps deps-check
+.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan deps deps-check
 
 all: build
 
@@ -299,6 +299,12 @@ lint:
 
 doc-check:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace
+
+# The declared rust-version builds the whole workspace (not part of `make
+# test`: it downloads that toolchain).
+msrv-check:
+	rustup toolchain install $$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml) --profile minimal
+	$(CARGO) +$$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml) check --workspace --all-targets --target-dir $(CURDIR)/build/msrv-target
 
 # The crate as crates.io would get it: `cargo package` builds it from the
 # packaged files alone (blobcore-capi and the Python crate are not published).

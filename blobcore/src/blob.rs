@@ -591,7 +591,7 @@ impl Blob {
                 "{byte_len} bytes cannot hold {shape} of {dtype} ({need} bytes needed)"
             ));
         }
-        if ptr.as_ptr() as usize % dtype.size() != 0 {
+        if !(ptr.as_ptr() as usize).is_multiple_of(dtype.size()) {
             return Err(err!(
                 InvalidArgument,
                 "memory at {:p} is not aligned to the {}-byte elements of {dtype}",

@@ -462,7 +462,7 @@ mod tests {
                             lo_c
                         } else {
                             let (dl, dh) = ((a - tl).abs(), (th - a).abs());
-                            if dl < dh || (dl == dh && lo_c % 2 == 0) { lo_c } else { lo_c + 1 }
+                            if dl < dh || (dl == dh && lo_c.is_multiple_of(2)) { lo_c } else { lo_c + 1 }
                         }
                     };
                     if got != want {

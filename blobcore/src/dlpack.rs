@@ -404,7 +404,7 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     if count > 0 && base.is_null() {
         return Err(err!(NullPointer, "the DLPack tensor's data is NULL"));
     }
-    let aligned = (base as usize) % dtype.size() == 0;
+    let aligned = (base as usize).is_multiple_of(dtype.size());
     let must_copy = !contiguous || !aligned;
     if must_copy && copy == Some(false) {
         return Err(err!(

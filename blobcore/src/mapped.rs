@@ -116,7 +116,7 @@ impl FileMap {
             err!(Format, "mapped file: {need} bytes at offset {offset} run past its end ({} bytes)", bytes.len())
         })?;
         let data = &bytes[offset..end];
-        if need == 0 || (data.as_ptr() as usize) % dtype.size() != 0 {
+        if need == 0 || !(data.as_ptr() as usize).is_multiple_of(dtype.size()) {
             if self.mode == MapMode::ReadOnly {
                 return read_only_copy(engine, dtype, shape, data);
             }

@@ -248,7 +248,7 @@ fn solve(terms: &mut [(u128, u128)], target: u128, max_work: u64) -> Option<bool
         if k == terms.len() {
             return Some(t == 0);
         }
-        if t > rest[k] || (g[k] > 0 && t % g[k] != 0) {
+        if t > rest[k] || (g[k] > 0 && !t.is_multiple_of(g[k])) {
             return Some(false);
         }
         let (c, u) = terms[k];
@@ -261,7 +261,7 @@ fn solve(terms: &mut [(u128, u128)], target: u128, max_work: u64) -> Option<bool
         let gr = g[k + 1];
         let (first, step) = if gr > 1 {
             let h = gcd(c, gr);
-            if t % h != 0 {
+            if !t.is_multiple_of(h) {
                 return Some(false);
             }
             let m = gr / h;

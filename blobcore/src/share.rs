@@ -355,7 +355,7 @@ impl Blob {
         let info = FileInfo::inspect(fd)?;
         let dtype = desc.dtype();
         let es = dtype.size() as u64;
-        if offset % es != 0 {
+        if !offset.is_multiple_of(es) {
             return Err(err!(InvalidArgument, "offset {offset} is not a multiple of the {dtype} element size ({es} bytes)"));
         }
         let span = desc.span()? as u64;

@@ -196,7 +196,7 @@ impl PyBlob {
             return Err(raise("FormatError", format!("pickled blob: {} bytes received for {need}", buf.len())));
         }
         let engine = Engine::cpu();
-        let aligned = (buf.ptr() as usize) % dtype.size() == 0;
+        let aligned = (buf.ptr() as usize).is_multiple_of(dtype.size());
         match NonNull::new(buf.ptr()) {
             Some(ptr) if aligned && need > 0 => {
                 let read_only = buf.readonly();

@@ -531,7 +531,7 @@ impl Gpu {
         let src_off = src.map_or(0, |s| s.1);
         // Four words per thread where the offsets are 16-byte aligned; the
         // scalar kernel takes the tail.
-        if n >= 64 && dst_off % 4 == 0 && src_off % 4 == 0 {
+        if n >= 64 && dst_off.is_multiple_of(4) && src_off.is_multiple_of(4) {
             let n4 = n / 4;
             let params = [Self::words(n4)?, Self::words(dst_off / 4)?, Self::words(src_off / 4)?, v[0], v[1]];
             self.dispatch("elementwise", &self.elementwise4[op as usize], dst, src.map(|s| s.0), &params, (n4 as u64).div_ceil(WG))?;
@@ -650,7 +650,7 @@ impl Gpu {
         let integer = matches!(op, Reduction::AsumI32 | Reduction::SumsqI32);
         let words = if integer { 2 } else { 1 } * groups as usize;
         let partials = self.alloc(words * 4)?;
-        if !integer && n % 4 == 0 && src_off % 4 == 0 {
+        if !integer && n.is_multiple_of(4) && src_off.is_multiple_of(4) {
             let params = [op as u32, Self::words(n / 4)?, Self::words(src_off / 4)?];
             self.dispatch("reduce", &self.reduce4, &partials, Some(src), &params, groups)?;
         } else {

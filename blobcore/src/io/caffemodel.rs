@@ -249,7 +249,7 @@ impl PackedBlob {
         };
         let check = |chunks: &[Bytes], es: usize, what: &str| -> Result<()> {
             let n = total(chunks);
-            if n % es != 0 || n / es != count {
+            if !n.is_multiple_of(es) || n / es != count {
                 return Err(err!(Format, "Caffe BlobProto: holds {n} bytes of {what} values but its shape needs {count} values of {es} bytes"));
             }
             Ok(())

@@ -202,7 +202,7 @@ pub fn can_dequantize(t: GgmlType) -> bool {
 pub fn dequantize(t: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<()> {
     let f = decoder(t)?;
     let (bs, ts) = (t.block as usize, t.type_size as usize);
-    if bytes.len() % ts != 0 || out.len() != bytes.len() / ts * bs {
+    if !bytes.len().is_multiple_of(ts) || out.len() != bytes.len() / ts * bs {
         return Err(err!(InvalidArgument, "gguf: {} bytes of {} do not make the {} elements asked for", bytes.len(), t.name, out.len()));
     }
     // Tasks of about 64 KiB of output.

@@ -232,7 +232,7 @@ impl Blob {
             return Err(err!(DType, "{op}: the blob holds {} but {dtype} was given", self.dtype()));
         }
         let es = dtype.size();
-        if bytes % es != 0 {
+        if !bytes.is_multiple_of(es) {
             return Err(err!(InvalidArgument, "{op}: {bytes} bytes are not whole {dtype} elements"));
         }
         let n = bytes / es;
@@ -352,7 +352,7 @@ impl Blob {
             unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), es) };
             return Ok(());
         }
-        if (src as usize) % es == 0 {
+        if (src as usize).is_multiple_of(es) {
             // The transposition engine: the blob's row-major loops against
             // the source's strides (either sign, element-aligned source).
             let row_major = crate::layout::row_major_strides(&dims, 1);

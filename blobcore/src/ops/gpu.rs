@@ -70,7 +70,7 @@ fn source(g: &Gpu, dst: &Side, src: &Side) -> Result<(wgpu::Buffer, usize)> {
 }
 
 fn words_per(dtype: DType) -> Option<usize> {
-    (dtype.size() % 4 == 0).then(|| dtype.size() / 4)
+    dtype.size().is_multiple_of(4).then(|| dtype.size() / 4)
 }
 
 /// The fill pattern of `value` in `dtype`, as 32-bit words.

@@ -295,7 +295,7 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                     let nj = (j.n - bj * ej).min(ej);
                     let bytes = run_n * es;
                     #[cfg(target_arch = "x86_64")]
-                    if bytes % 32 == 0 && simd::has_avx() {
+                    if bytes.is_multiple_of(32) && simd::has_avx() {
                         let (i, j) = (Axis { n: ni, ..i }, Axis { n: nj, ..j });
                         simd::runs32(bytes, i, j, es_i, d as *mut u8, s as *const u8, stream);
                         continue_next(&mut idx, loops, &mut od, &mut os);
@@ -433,7 +433,7 @@ pub(crate) fn store_fence() {
 #[inline]
 unsafe fn run(dst: *mut u8, src: *const u8, bytes: usize, stream: bool) {
     #[cfg(target_arch = "x86_64")]
-    if stream && bytes >= 64 && bytes % 32 == 0 && (dst as usize) % 32 == 0 && simd::has_avx() {
+    if stream && bytes >= 64 && bytes.is_multiple_of(32) && (dst as usize).is_multiple_of(32) && simd::has_avx() {
         // SAFETY: forwarded; alignment and size checked above.
         unsafe { simd::stream_copy(dst, src, bytes) };
         return;
@@ -805,7 +805,7 @@ mod simd {
         let avx = has_avx();
         let (wa, wb) = if avx { (8, 16) } else { (4, 4) };
         let (ai, bj) = (i.n / wa * wa, j.n / wb * wb);
-        let aligned = stream && avx && (dst as usize) % 64 == 0 && (di * 4) % 64 == 0;
+        let aligned = stream && avx && (dst as usize).is_multiple_of(64) && (di * 4).is_multiple_of(64);
         // SAFETY (whole body): indices stay below i.n and j.n.
         unsafe {
             for a in (0..ai).step_by(wa) {
@@ -827,7 +827,7 @@ mod simd {
                 let bj8 = bj + (j.n - bj) / 8 * 8;
                 // Rows of exactly 32 bytes, side by side: whole lines are
                 // written by consecutive stores, so streaming works.
-                let nt = stream && di == 8 && (dst as usize) % 32 == 0;
+                let nt = stream && di == 8 && (dst as usize).is_multiple_of(32);
                 for a in (0..ai).step_by(8) {
                     for b in (bj..bj8).step_by(8) {
                         let (d, s) = (dst.add(a * di + b), src.add(a + b * sj));
@@ -860,7 +860,7 @@ mod simd {
     /// contract) and runs do not overlap.
     #[target_feature(enable = "avx")]
     pub(super) unsafe fn runs32(bytes: usize, i: Axis, j: Axis, es: isize, dst: *mut u8, src: *const u8, stream: bool) {
-        let nt = stream && (dst as usize) % 32 == 0 && (i.ds * es) % 32 == 0 && (j.ds * es) % 32 == 0;
+        let nt = stream && (dst as usize).is_multiple_of(32) && (i.ds * es) % 32 == 0 && (j.ds * es) % 32 == 0;
         // SAFETY (whole body): a < i.n, b < j.n, k + 32 <= bytes.
         unsafe {
             for a in 0..i.n as isize {
