@@ -198,12 +198,12 @@ fn any_layout_operations_from_many_threads() {
 fn shared_memory_from_many_threads() {
     let e = Engine::cpu();
     let b = Blob::tensor(&e, DType::F32, &[THREADS, ROW]).unwrap();
-    let start = Arc::new(Barrier::new(THREADS));
+    let (start, end) = (Arc::new(Barrier::new(THREADS)), Arc::new(Barrier::new(THREADS)));
     let done = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (b, e, start, done) = (b.clone(), e.clone(), Arc::clone(&start), Arc::clone(&done));
+            let (b, e, start, end, done) = (b.clone(), e.clone(), Arc::clone(&start), Arc::clone(&end), Arc::clone(&done));
             std::thread::spawn(move || {
                 start.wait();
                 for i in 0..ITERS {
@@ -218,7 +218,8 @@ fn shared_memory_from_many_threads() {
                         assert!(matches!(err.code(), 3 | 8), "only Busy or not-shared-yet may refuse: {err}");
                     }
                 }
-                // The last word on this thread's row.
+                // The last word on this thread's row, once no thread fills the whole blob any more.
+                end.wait();
                 let w = retry(|| b.window(1));
                 retry(|| w.set_parent_pos(t as i64));
                 retry(|| w.fill(t as f64));
