@@ -279,10 +279,18 @@ fn a_header_claiming_2_pow_40_elements_allocates_nothing_large() {
         ("Caffe", proto, Blob::from_caffe_bytes as Decoder),
         ("NeoML", neoml, Blob::from_neoml_bytes as Decoder),
     ] {
-        LARGEST.store(0, Ordering::Relaxed);
-        let r = decode(&e, &input);
-        assert!(matches!(&r, Err(Error::Format(_))), "{name}: {r:?}");
-        let largest = LARGEST.load(Ordering::Relaxed);
+        // The counter sees every thread's allocations, and the test
+        // harness allocates on its own threads when another test ends
+        // (its output, the result line): a decoder that allocates for the
+        // header's size does so on every try, the harness not every time,
+        // so the smallest of three tries is the decoder's.
+        let mut largest = usize::MAX;
+        for _ in 0..3 {
+            LARGEST.store(0, Ordering::Relaxed);
+            let r = decode(&e, &input);
+            assert!(matches!(&r, Err(Error::Format(_))), "{name}: {r:?}");
+            largest = largest.min(LARGEST.load(Ordering::Relaxed));
+        }
         assert!(largest < 4096, "{name}: allocated {largest} bytes");
     }
 }
