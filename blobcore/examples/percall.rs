@@ -3,6 +3,11 @@ use blobcore::{Blob, Engine, Index, Scalar};
 use std::time::Instant;
 
 fn time(name: &str, mut f: impl FnMut()) {
+    // `cargo run --example percall -- NAME` times only the rows whose name
+    // contains NAME (for profiling one row).
+    if std::env::args().nth(1).is_some_and(|only| !name.contains(&only)) {
+        return;
+    }
     let n = 1_000_000;
     let mut best = f64::MAX;
     for _ in 0..5 {

@@ -392,7 +392,7 @@ impl HostMut {
 impl Blob {
     // ----------------------------------------------------------------- creation
 
-    #[inline]
+    #[inline(always)]
     fn from_parts(engine: &Engine, dtype: DType, state: State, companion: bool) -> Blob {
         Blob {
             inner: Arc::new(BlobInner {
@@ -630,7 +630,7 @@ impl Blob {
     // ---------------------------------------------------------------- internals
 
     /// A new blob (a view) on this blob's engine and dtype with `state`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn derived(&self, state: State) -> Blob {
         Blob::from_parts(&self.inner.engine, self.dtype(), state, false)
     }

@@ -108,7 +108,7 @@ pub(crate) fn position(i: i64, axis: usize, n: usize) -> Result<usize> {
 }
 
 /// Applies `key` to a view of `dims` with element `strides`.
-#[inline]
+#[inline(always)]
 pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<Plan> {
     let ellipses = key.iter().filter(|k| **k == Index::Ellipsis).count();
     if ellipses > 1 {
@@ -211,20 +211,19 @@ fn resolve_key(dims: &[usize], key: &[Index]) -> Result<Vec<Resolved>> {
 /// A planar desc for element `strides` of either sign (any order, gaps
 /// allowed): axes sorted by stride magnitude, outermost first; length-1
 /// axes innermost (their stride is irrelevant and set to 1).
-pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[isize]) -> Result<TensorDesc> {
+pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[isize]) -> Result<(Box<TensorDesc>, usize)> {
     let rank = dims.len();
     let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
     order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
     order.extend((0..rank).filter(|&a| dims[a] <= 1));
-    let blk: Axes<usize> = order.iter().map(|&a| dims[a]).collect();
     let st: Axes<isize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
-    TensorDesc::with_blocking(dtype, dims, BlockingDesc::view(&blk, &order, &st)?)
+    TensorDesc::planar_view(dtype, dims, &order, &st)
 }
 
 impl Blob {
     /// The element strides and offset of this blob's logical dims (row-major
     /// for dense blobs); blocked layouts have none.
-    #[inline]
+    #[inline(always)]
     fn element_strides(&self, st: &State) -> Result<(Axes<isize>, usize)> {
         match &st.desc {
             None => {
@@ -246,7 +245,7 @@ impl Blob {
     }
 
     /// A view of the elements at `plan` (strides of either sign).
-    #[inline]
+    #[inline(always)]
     fn view_of(&self, st: &State, base: usize, p: &Plan, kind: ViewKind) -> Result<Blob> {
         let shape = Shape::new(&p.dims)?;
         // The storage offset of element 0.
@@ -255,10 +254,11 @@ impl Blob {
             .ok_or_else(|| err!(Internal, "indexed offset below the storage"))?;
         let count = shape.count();
         let dense = count == 0 || crate::layout::is_row_major(&p.dims, &p.strides, 1);
-        let desc = if dense { None } else { Some(Box::new(strided_desc(self.dtype(), &p.dims, &p.strides)?)) };
-        let span = match &desc {
-            Some(d) => d.span()?,
-            None => count,
+        let (desc, span) = if dense {
+            (None, count)
+        } else {
+            let (d, span) = strided_desc(self.dtype(), &p.dims, &p.strides)?;
+            (Some(d), span)
         };
         // The view's base is its lowest element: element 0 less what the
         // negative strides reach below it.
@@ -385,7 +385,7 @@ impl Blob {
     }
 
     /// The plan of `key` and this blob's base offset.
-    #[inline]
+    #[inline(always)]
     fn index_plan(&self, st: &State, key: &[Index]) -> Result<(Plan, usize)> {
         let (strides, base) = self.element_strides(st)?;
         Ok((plan(st.shape.dims(), &strides, key)?, base))
@@ -404,13 +404,18 @@ impl Blob {
         self.view_of(&st, base, &p, ViewKind::Indexed)
     }
 
+    /// NumPy's `b.T`: the axes reversed, as a view.
+    pub fn reversed_view(&self) -> Result<Blob> {
+        let axes: Axes<usize> = (0..self.rank()).rev().collect();
+        self.permuted_view(&axes)
+    }
+
     /// NumPy `transpose(axes)` as a view (`b.T` is the reversed axes):
     /// axis `i` of the result is axis `axes[i]` of this blob.
     pub fn permuted_view(&self, axes: &[usize]) -> Result<Blob> {
         let st = self.state();
         let rank = st.shape.rank();
-        let mut seen = vec![false; rank];
-        if axes.len() != rank || axes.iter().any(|&a| a >= rank || std::mem::replace(&mut seen[a], true)) {
+        if !crate::layout::is_permutation(axes, rank) {
             return Err(err!(InvalidArgument, "axes {axes:?} are not a permutation of 0..{rank}"));
         }
         if let Some(d) = st.desc.as_ref().filter(|d| !d.is_planar()) {
@@ -520,5 +525,40 @@ mod tests {
         assert_eq!(values(&t)[..6], [0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
         let e = t.export().unwrap();
         assert_eq!(e.byte_strides(), [4, 48, 16]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(29), ..Default::default() })]
+        /// The one-pass desc of a strided view ([`TensorDesc::planar_view`])
+        /// is the desc and span the general constructors give
+        /// ([`BlockingDesc::view`] + [`TensorDesc::with_blocking`]), for
+        /// any dims (zeros and ones included) and strides of either sign;
+        /// and both refuse the same overflowing spans.
+        #[test]
+        fn planar_view_matches_the_general_constructors(
+            axes in proptest::collection::vec((0usize..5, -4096isize..4096), 0..7),
+            huge in proptest::prelude::any::<bool>(),
+        ) {
+            let dims: Vec<usize> = axes.iter().map(|a| a.0).collect();
+            let strides: Vec<isize> = axes.iter().enumerate().map(|(i, a)| if huge && i == 0 { a.1.signum().max(1) * (isize::MAX / 3) } else { a.1 }).collect();
+            let rank = dims.len();
+            let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
+            order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
+            order.extend((0..rank).filter(|&a| dims[a] <= 1));
+            let blk: Axes<usize> = order.iter().map(|&a| dims[a]).collect();
+            let st: Axes<isize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+            let general = BlockingDesc::view(&blk, &order, &st)
+                .and_then(|b| TensorDesc::with_blocking(crate::DType::F32, &dims, b))
+                .and_then(|d| d.span().map(|s| (d, s)));
+            match (strided_desc(crate::DType::F32, &dims, &strides), general) {
+                (Ok((fast, span)), Ok((want, want_span))) => {
+                    proptest::prop_assert_eq!(&*fast, &want);
+                    proptest::prop_assert_eq!(span, want_span);
+                    proptest::prop_assert_eq!(fast.origin(), want.origin());
+                }
+                (Err(_), Err(_)) => {}
+                (fast, general) => proptest::prop_assert!(false, "fast {:?} general {:?}", fast.map(|f| f.1), general.map(|g| g.1)),
+            }
+        }
     }
 }

@@ -476,6 +476,55 @@ impl TensorDesc {
         Ok(TensorDesc { dtype, dims: dims.into(), layout, blocking })
     }
 
+    /// A planar strided desc, boxed, for a view: logical dim `order[i]`
+    /// is the blocked dim `i`, of its full size, at element stride
+    /// `strides[i]` (either sign). `order` must be a permutation of the
+    /// dims (checked). Built in place with the span checked once: this
+    /// runs on every strided view's creation (`b.T`, `b[::2]`), where
+    /// [`TensorDesc::with_blocking`]'s general checks and moves of the
+    /// desc cost more than the rest of the view. Returns the desc and its
+    /// span ([`TensorDesc::span`]).
+    pub(crate) fn planar_view(dtype: DType, dims: &[usize], order: &[usize], strides: &[isize]) -> Result<(Box<TensorDesc>, usize)> {
+        let rank = dims.len();
+        if strides.len() != rank || !is_permutation(order, rank) {
+            return Err(err!(Internal, "a planar view's order {order:?} is not a permutation of its {rank} dims"));
+        }
+        let mut b = BlockingDesc {
+            blk_dims: Inline::new(),
+            order: Inline::new(),
+            offset_padding: 0,
+            offsets_to_data: Inline::new(),
+            strides: Inline::new(),
+        };
+        // One pass: the blocking's entries, what the negative strides
+        // reach below element 0 (the base is the lowest element, as in
+        // [`BlockingDesc::view`]) and the whole reach, which is the span
+        // less one ([`BlockingDesc::span`] with no offsets to data).
+        let overflow = || err!(Shape, "the view's memory span overflows");
+        let (mut below, mut reach) = (0usize, 0usize);
+        for (&a, &s) in order.iter().zip(strides) {
+            let d = dims[a];
+            b.blk_dims.push(d);
+            b.order.push(a);
+            b.offsets_to_data.push(0);
+            b.strides.push(s);
+            let r = d.saturating_sub(1).checked_mul(s.unsigned_abs()).ok_or_else(overflow)?;
+            reach = reach.checked_add(r).ok_or_else(overflow)?;
+            if s < 0 {
+                below += r; // <= reach
+            }
+        }
+        let span = if dims.contains(&0) {
+            0
+        } else {
+            b.offset_padding = below;
+            reach.checked_add(1).filter(|&e| i64::try_from(e).is_ok()).ok_or_else(overflow)?
+        };
+        debug_assert_eq!(b.span().ok(), Some(span));
+        let layout = infer_layout(dims, &b);
+        Ok((Box::new(TensorDesc { dtype, dims: dims.into(), layout, blocking: b }), span))
+    }
+
     /// A desc from all its parts ([`BlockingDesc::from_parts`]): the
     /// blocking must cover the dims (as [`TensorDesc::with_blocking`]) and
     /// the layout fit the rank.
@@ -663,6 +712,20 @@ fn check_layout_rank(layout: Layout, rank: usize) -> Result<()> {
 }
 
 /// OpenVINO's layout inference from a blocking.
+/// True when `axes` holds each of `0..rank` once (rank <= [`MAX_RANK`]),
+/// checked without allocating.
+pub(crate) fn is_permutation(axes: &[usize], rank: usize) -> bool {
+    let mut seen: u64 = 0;
+    axes.len() == rank
+        && rank <= MAX_RANK
+        && axes.iter().all(|&a| {
+            let bit = 1u64 << a.min(63);
+            let fresh = a < rank && seen & bit == 0;
+            seen |= bit;
+            fresh
+        })
+}
+
 fn infer_layout(dims: &[usize], b: &BlockingDesc) -> Layout {
     let rank = dims.len();
     if b.order.len() != rank {

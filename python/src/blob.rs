@@ -6,7 +6,7 @@ use crate::engine::{engine_of, PyEngine};
 use crate::gil::run;
 use crate::handle::PyBlob;
 use crate::buffers::{BufferContext, Held, Mode};
-use crate::indexing::{self, Key};
+use crate::indexing::{self, Entries};
 use crate::dlpack;
 use crate::dtypes;
 use crate::npyapi;
@@ -234,7 +234,9 @@ impl PyBlob {
     /// The dims, outermost first.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.b.dims())
+        // The dims are copied out under the state lock (inline, no
+        // allocation); the tuple is built after it is released.
+        PyTuple::new(py, self.b.shape().dims())
     }
 
     /// The dtype (a NumPy dtype: ``b.dtype == numpy.float32``).
@@ -971,10 +973,17 @@ impl PyBlob {
     fn __getitem__<'py>(slf: &Bound<'py, Self>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let b = &slf.get().b;
-        match indexing::parse(key)? {
-            Key::Basic(k) => {
-                if let Some(at) = indexing::element_of(&k, b.rank()) {
-                    // One element: read it in place and make NumPy's scalar.
+        let rank = b.rank();
+        // One element by plain ints: read it in place as NumPy's scalar.
+        if let Some(at) = indexing::exact_element(key, rank) {
+            if let Some(v) = npyapi::scalar(py, &core(b.get_element(&at))?)? {
+                return Ok(v);
+            }
+        }
+        let mut k = Entries::new();
+        match indexing::parse(key, &mut k)? {
+            true => {
+                if let Some(at) = indexing::element_of(&k, rank) {
                     if let Some(v) = npyapi::scalar(py, &core(b.get_element(&at))?)? {
                         return Ok(v);
                     }
@@ -983,7 +992,7 @@ impl PyBlob {
                 }
                 Ok(Bound::new(py, Self::new(core(b.index(&k))?))?.into_any())
             }
-            Key::Advanced => {
+            false => {
                 let picked = arrays::array_of(slf, None, None)?.get_item(key)?;
                 // NumPy may hand back Fortran order; the copy is ours, so
                 // make it C order (a no-op when it is) and wrap it.
@@ -1004,11 +1013,19 @@ impl PyBlob {
         if !b.is_writable() {
             return core(Err(blobcore::Error::ReadOnly("the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob".into())));
         }
-        match indexing::parse(key)? {
-            Key::Basic(k) => {
-                // A plain Python number, converted once as NumPy converts
-                // it, stored in place (one element) or filled (a small view).
-                let plain = indexing::is_plain_scalar(value);
+        // A plain Python number, converted once as NumPy converts it,
+        // stored in place (one element) or filled (a small view).
+        let plain = indexing::is_plain_scalar(value);
+        if plain {
+            if let Some(at) = indexing::exact_element(key, b.rank()) {
+                if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                    return core(b.set_element(&at, &s));
+                }
+            }
+        }
+        let mut k = Entries::new();
+        match indexing::parse(key, &mut k)? {
+            true => {
                 if let Some(at) = indexing::element_of(&k, b.rank()).filter(|_| plain) {
                     if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
                         return core(b.set_element(&at, &s));
@@ -1023,7 +1040,7 @@ impl PyBlob {
                 let src = arrays::assigned_value(py, value, &view)?;
                 run(py, view.is_small(), move || view.copy_from(&src))
             }
-            Key::Advanced => arrays::array_of(slf, None, None)?.set_item(key, value),
+            false => arrays::array_of(slf, None, None)?.set_item(key, value),
         }
     }
 
@@ -1041,8 +1058,7 @@ impl PyBlob {
     /// The reversed axes, as a view (``numpy.ndarray.T``).
     #[getter(T)]
     fn t(&self) -> PyResult<Self> {
-        let axes: Vec<usize> = (0..self.b.rank()).rev().collect();
-        Ok(Self::new(core(self.b.permuted_view(&axes))?))
+        Ok(Self::new(core(self.b.reversed_view())?))
     }
 
     /// ``numpy.transpose``: a view with axes permuted (reversed when none

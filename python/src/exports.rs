@@ -12,8 +12,10 @@ use std::sync::Arc;
 /// What a `Py_buffer` we filled points into; freed by `__releasebuffer__`.
 struct ViewHolder {
     _export: Arc<Export>,
-    shape: Vec<ffi::Py_ssize_t>,
-    strides: Vec<ffi::Py_ssize_t>,
+    /// Inline up to rank 8 (the Box does not move, so pointers into these
+    /// stay valid): no allocations of their own per export.
+    shape: smallvec::SmallVec<[ffi::Py_ssize_t; 8]>,
+    strides: smallvec::SmallVec<[ffi::Py_ssize_t; 8]>,
 }
 
 /// Fills `view` from `export` for `__getbuffer__` (`owner` becomes
@@ -52,8 +54,8 @@ pub unsafe fn fill_view(
             "this blob is strided (a region or a non-default layout); the consumer must accept strides",
         ));
     }
-    let shape: Vec<ffi::Py_ssize_t> = export.shape().iter().map(|&d| d as ffi::Py_ssize_t).collect();
-    let strides: Vec<ffi::Py_ssize_t> = export.byte_strides().iter().map(|&s| s as ffi::Py_ssize_t).collect();
+    let shape = export.shape().iter().map(|&d| d as ffi::Py_ssize_t).collect();
+    let strides = export.byte_strides().iter().map(|&s| s as ffi::Py_ssize_t).collect();
     let holder = Box::new(ViewHolder { _export: Arc::clone(&export), shape, strides });
     // SAFETY: `view` is valid (checked non-NULL, provided by CPython); the
     // pointers stored in it live in `holder`, which is released only by

@@ -7,15 +7,10 @@ use pyo3::prelude::*;
 use pyo3::ffi;
 use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
 
-/// A parsed key: basic entries the core handles, or an advanced key
-/// (integer or boolean arrays) that makes a copy through NumPy. The basic
-/// entries stay inline (a key lives on the stack for one call; no
-/// allocation per index).
-#[allow(clippy::large_enum_variant)]
-pub enum Key {
-    Basic(smallvec::SmallVec<[Index; 8]>),
-    Advanced,
-}
+/// The basic entries of a key, inline: a key lives on the stack for one
+/// call (no allocation per index). [`parse`] fills one in place, so the
+/// entries are not moved through return values.
+pub type Entries = smallvec::SmallVec<[Index; 8]>;
 
 const VALID: &str = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays are valid indices";
 
@@ -83,19 +78,52 @@ fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
     Err(PyIndexError::new_err(VALID))
 }
 
-/// Parses `key` (one entry or a tuple of them).
-pub fn parse(key: &Bound<'_, PyAny>) -> PyResult<Key> {
+/// Parses `key` (one entry or a tuple of them) into `out`: true for a
+/// basic key, false for an advanced one (integer or boolean arrays, which
+/// make a copy through NumPy; `out` is then partial).
+pub fn parse(key: &Bound<'_, PyAny>, out: &mut Entries) -> PyResult<bool> {
     let Ok(t) = key.cast::<PyTuple>() else {
-        return Ok(entry(key)?.map_or(Key::Advanced, |e| Key::Basic(smallvec::smallvec![e])));
+        return Ok(match entry(key)? {
+            Some(e) => {
+                out.push(e);
+                true
+            }
+            None => false,
+        });
     };
-    let mut out = smallvec::SmallVec::with_capacity(t.len());
     for item in t.iter() {
         match entry(&item)? {
             Some(e) => out.push(e),
-            None => return Ok(Key::Advanced),
+            None => return Ok(false),
         }
     }
-    Ok(Key::Basic(out))
+    Ok(true)
+}
+
+/// The integers of a key that is exactly `rank` Python `int`s (a tuple of
+/// them, or one for rank 1): the common `b[i, j, k]` of one element,
+/// read without parsing the general key. None for anything else (NumPy
+/// integers, slices ...), which [`parse`] handles.
+pub fn exact_element(key: &Bound<'_, PyAny>, rank: usize) -> Option<smallvec::SmallVec<[i64; 8]>> {
+    fn int(o: &Bound<'_, PyAny>) -> Option<i64> {
+        o.cast_exact::<PyInt>().ok()?.extract::<i64>().ok()
+    }
+    let mut out = smallvec::SmallVec::new();
+    let Ok(t) = key.cast_exact::<PyTuple>() else {
+        if rank == 1 {
+            out.push(int(key)?);
+            return Some(out);
+        }
+        return None;
+    };
+    if t.len() != rank {
+        return None;
+    }
+    for i in 0..rank {
+        // Borrowed: no reference count traffic per entry.
+        out.push(int(&*t.get_borrowed_item(i).ok()?)?);
+    }
+    Some(out)
 }
 
 /// The integers of a key that has one integer per axis and nothing else
