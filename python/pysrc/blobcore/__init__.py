@@ -35,7 +35,7 @@ from ._dtypes import (
     uint64,
 )
 from ._enums import Dim, Layout
-from . import _dtypes, _errors
+from . import _errors
 from ._errors import *  # noqa: F403 - the exception classes, listed in _errors.__all__
 from ._blobcore import (
     Blob,
@@ -109,10 +109,24 @@ __all__ = [
     "gguf_metadata",
     "gguf_tensor_info",
     "save_gguf",
+    "float32",
+    "int32",
+    "float64",
+    "int64",
+    "uint8",
+    "int8",
+    "float16",
+    "bfloat16",
+    "bool_",
+    "int16",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e8m0fnu",
 ]
 from . import _multiprocessing  # noqa: E402,F401 - registers the reducer of shared blobs
 
-# The form type checkers understand as re-exporting the dtypes and the
-# exception classes.
-__all__ += _dtypes.__all__
+# The form type checkers understand as re-exporting the exception classes.
 __all__ += _errors.__all__
