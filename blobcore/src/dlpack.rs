@@ -11,9 +11,9 @@
 //! strided array can describe (dense blobs and planar views; blocked
 //! layouts are `Unsupported`). The managed tensor owns its shape and
 //! stride arrays and an [`Export`] that pins the storage (reallocating
-//! the blob is `Busy` while it lives); its deleter frees all of it, from
-//! any thread, taking no lock a caller could hold and no GIL. The memory
-//! outlives the blob if the consumer keeps the tensor.
+//! the blob is `Busy` while it lives), all in one allocation; its deleter
+//! frees it, from any thread, taking no lock a caller could hold and no
+//! GIL. The memory outlives the blob if the consumer keeps the tensor.
 //!
 //! **Import** ([`Blob::from_dlpack`], [`Blob::from_dlpack_legacy`]): CPU
 //! tensors (`kDLCPU`, `kDLCUDAHost`) of a blobcore dtype. On success the
@@ -23,6 +23,9 @@
 //! not run and the caller still owns the tensor. A tensor flagged
 //! `READ_ONLY` gives a read-only blob (zero-copy); strided or misaligned
 //! tensors are copied (`copy = Some(false)` refuses them instead).
+//! A dense tensor blobcore exported itself (its deleter is blobcore's)
+//! comes back as a blob on the exported storage, as a view would: no
+//! second wrap of the memory, and the export is freed at once.
 
 use crate::blob::Blob;
 use crate::dtype::DType;
@@ -30,6 +33,7 @@ use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::export::Export;
 use crate::shape::{Shape, MAX_RANK};
+use smallvec::SmallVec;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -208,60 +212,109 @@ pub fn dtype_of(t: DLDataType) -> Result<DType> {
 
 /// What an exported tensor owns: the export (which pins the memory) and
 /// the arrays its DLTensor points into.
-struct Context {
-    _export: Export,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
+/// Everything one export owns, in one allocation: the managed tensor
+/// handed to the consumer (first, so the deleter's pointer is the box's),
+/// the [`Export`] that pins the memory, and the shape and strides the
+/// tensor points into (inline up to eight axes; the box never moves).
+#[repr(C)]
+struct Exported<M> {
+    managed: M,
+    export: Export,
+    shape: SmallVec<[i64; 8]>,
+    strides: SmallVec<[i64; 8]>,
 }
 
-/// The deleter of legacy exports.
+/// The two managed-tensor structs, as [`exported`] fills them.
+trait Managed {
+    fn tensor_mut(&mut self) -> &mut DLTensor;
+    fn set_context(&mut self, ctx: *mut c_void);
+}
+
+impl Managed for DLManagedTensorVersioned {
+    fn tensor_mut(&mut self) -> &mut DLTensor {
+        &mut self.dl_tensor
+    }
+    fn set_context(&mut self, ctx: *mut c_void) {
+        self.manager_ctx = ctx;
+    }
+}
+
+impl Managed for DLManagedTensor {
+    fn tensor_mut(&mut self) -> &mut DLTensor {
+        &mut self.dl_tensor
+    }
+    fn set_context(&mut self, ctx: *mut c_void) {
+        self.manager_ctx = ctx;
+    }
+}
+
 unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
     if m.is_null() {
         return;
     }
-    // SAFETY: `m` came from Box::into_raw in `to_dlpack_legacy`, with a
-    // Context from Box::into_raw as its manager_ctx; DLPack consumers call
-    // the deleter once.
-    unsafe {
-        let m = Box::from_raw(m);
-        drop(Box::from_raw(m.manager_ctx as *mut Context));
-    }
+    // SAFETY: `m` came from `exported::<DLManagedTensor>` (this deleter is
+    // only set there) and DLPack calls the deleter once: the pointer is
+    // the box's, `managed` being its first field of a repr(C) struct.
+    drop(unsafe { Box::from_raw(m as *mut Exported<DLManagedTensor>) });
 }
 
-/// The deleter of versioned exports.
 unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
     if m.is_null() {
         return;
     }
-    // SAFETY: as delete_legacy, for `to_dlpack`.
+    // SAFETY: as in `delete_legacy`, for `exported::<DLManagedTensorVersioned>`.
+    drop(unsafe { Box::from_raw(m as *mut Exported<DLManagedTensorVersioned>) });
+}
+
+/// Boxes `export` behind a managed tensor `make` builds around its
+/// `DLTensor` (whose shape and strides are filled in here).
+fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> NonNull<M> {
+    let es = export.dtype().size() as isize;
+    let shape = export.shape().iter().map(|&d| d as i64).collect();
+    let strides = export.byte_strides().iter().map(|&s| (s / es) as i64).collect();
+    let t = DLTensor {
+        data: export.as_ptr() as *mut c_void,
+        device: DLDevice { device_type: DL_CPU, device_id: 0 },
+        ndim: export.shape().len() as i32,
+        dtype: dl_dtype(export.dtype()),
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let mut b = Box::new(Exported { managed: make(t), export, shape, strides });
+    let (shape, strides) = (b.shape.as_mut_ptr(), b.strides.as_mut_ptr());
+    let t = b.managed.tensor_mut();
+    (t.shape, t.strides) = (shape, strides);
+    let raw = Box::into_raw(b);
+    // SAFETY: `raw` is the live box just leaked; `managed` is the first
+    // field of a repr(C) struct, so its address is the box's.
     unsafe {
-        let m = Box::from_raw(m);
-        drop(Box::from_raw(m.manager_ctx as *mut Context));
+        (*raw).managed.set_context(raw as *mut c_void);
+        NonNull::new_unchecked(raw as *mut M)
     }
 }
 
-/// The DLTensor of `export`, its arrays kept in a leaked Context.
-fn tensor_of(export: Export) -> (DLTensor, *mut Context) {
-    let shape: Vec<i64> = export.shape().iter().map(|&d| d as i64).collect();
-    let es = export.dtype().size() as isize;
-    let strides: Vec<i64> = export.byte_strides().iter().map(|&s| (s / es) as i64).collect();
-    let data = export.as_ptr() as *mut c_void;
-    let dtype = dl_dtype(export.dtype());
-    let ctx = Box::into_raw(Box::new(Context { _export: export, shape, strides }));
-    // SAFETY: ctx was just leaked and stays valid until a deleter frees it;
-    // its Vecs are never resized, so the pointers stay valid with it.
-    let (shape_ptr, strides_ptr, ndim) =
-        unsafe { ((*ctx).shape.as_mut_ptr(), (*ctx).strides.as_mut_ptr(), (*ctx).shape.len() as i32) };
-    let t = DLTensor {
-        data,
-        device: DLDevice { device_type: DL_CPU, device_id: 0 },
-        ndim,
-        dtype,
-        shape: shape_ptr,
-        strides: strides_ptr,
-        byte_offset: 0,
-    };
-    (t, ctx)
+/// The export behind `owner` when blobcore itself made the tensor (its
+/// deleter is one of ours), so that importing it back shares the storage
+/// rather than wrapping the memory a second time.
+fn own_export(owner: &Owner) -> Option<&Export> {
+    // SAFETY: `owner` is a live managed tensor; a tensor whose deleter is
+    // one of ours was made by `exported` for that struct, so it is the
+    // start of an `Exported` of it (the deleter is set nowhere else).
+    unsafe {
+        match *owner {
+            Owner::Versioned(m) => {
+                let d = m.as_ref().deleter?;
+                std::ptr::fn_addr_eq(d, delete_versioned as unsafe extern "C" fn(_))
+                    .then(|| &(*(m.as_ptr() as *const Exported<DLManagedTensorVersioned>)).export)
+            }
+            Owner::Legacy(m) => {
+                let d = m.as_ref().deleter?;
+                std::ptr::fn_addr_eq(d, delete_legacy as unsafe extern "C" fn(_))
+                    .then(|| &(*(m.as_ptr() as *const Exported<DLManagedTensor>)).export)
+            }
+        }
+    }
 }
 
 impl Blob {
@@ -278,26 +331,20 @@ impl Blob {
         }
         let export = self.export_for(flags & DLPACK_FLAG_BITMASK_READ_ONLY == 0)?;
         let read_only = !export.is_writable();
-        let (dl_tensor, ctx) = tensor_of(export);
-        let m = Box::new(DLManagedTensorVersioned {
+        Ok(exported(export, |dl_tensor| DLManagedTensorVersioned {
             version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
-            manager_ctx: ctx as *mut c_void,
+            manager_ctx: std::ptr::null_mut(),
             deleter: Some(delete_versioned),
             flags: (flags & DLPACK_FLAG_BITMASK_IS_COPIED) | if read_only { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 },
             dl_tensor,
-        });
-        // SAFETY: Box::into_raw never returns NULL.
-        Ok(unsafe { NonNull::new_unchecked(Box::into_raw(m)) })
+        }))
     }
 
     /// Exports the blob as a legacy `DLManagedTensor` (no flags: a
     /// read-only blob's consumer is trusted not to write). The caller owns
     /// the result and frees it with its deleter.
     pub fn to_dlpack_legacy(&self) -> Result<NonNull<DLManagedTensor>> {
-        let (dl_tensor, ctx) = tensor_of(self.export()?);
-        let m = Box::new(DLManagedTensor { dl_tensor, manager_ctx: ctx as *mut c_void, deleter: Some(delete_legacy) });
-        // SAFETY: Box::into_raw never returns NULL.
-        Ok(unsafe { NonNull::new_unchecked(Box::into_raw(m)) })
+        Ok(exported(self.export()?, |dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) }))
     }
 
     /// Imports a DLPack 1.x tensor (see the module docs for ownership). A
@@ -387,14 +434,16 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
         return Err(err!(NullPointer, "the DLPack tensor's shape is NULL for rank {n}"));
     }
     // SAFETY: the DLPack contract: shape has ndim entries, strides too when non-NULL.
-    let dims: Vec<i64> = if n == 0 { vec![] } else { unsafe { std::slice::from_raw_parts(t.shape, n) }.to_vec() };
-    let shape = Shape::from_i64(&dims)?;
-    let strides: Vec<isize> = if n > 0 && !t.strides.is_null() {
+    let dims: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(t.shape, n) } };
+    let shape = Shape::from_i64(dims)?;
+    let strides: SmallVec<[isize; 8]> = if n > 0 && !t.strides.is_null() {
         // SAFETY: as above.
         let s = unsafe { std::slice::from_raw_parts(t.strides, n) };
         s.iter().map(|&v| isize::try_from(v).map_err(|_| err!(Shape, "DLPack stride {v} does not fit"))).collect::<Result<_>>()?
     } else {
-        crate::layout::row_major_strides(shape.dims(), 1)
+        let mut s = smallvec::smallvec![0; n];
+        crate::layout::fill_row_major_strides(shape.dims(), 1, &mut s);
+        s
     };
     let count = shape.count();
     let contiguous = crate::layout::is_row_major(shape.dims(), &strides, 1);
@@ -426,6 +475,11 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     }
     let ptr = NonNull::new(base).ok_or_else(|| err!(NullPointer, "the DLPack tensor's data is NULL"))?;
     let byte_len = count * dtype.size();
+    if let Some(b) = own_export(&owner).and_then(|e| share_own(engine, e, dtype, &shape, ptr, byte_len, read_only)) {
+        // The blob holds the storage itself: the export (and its pin) goes.
+        drop(std::mem::ManuallyDrop::into_inner(owner));
+        return Ok(b);
+    }
     // The tensor becomes the blob's once the wrap succeeds: `release` owns
     // it then, and runs the deleter after the last user.
     let owner = std::mem::ManuallyDrop::into_inner(owner);
@@ -446,6 +500,39 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
             Err(e)
         }
     }
+}
+
+/// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for
+/// the import of blobcore's own dense export: it shares the storage as a
+/// view does (reallocation stays `Busy`, overlaps are seen as such, no
+/// second wrap of the memory). `None` when the tensor cannot be shared
+/// that way (another GPU, a read-only export of a writable storage, bytes
+/// outside the storage after a consumer edited the tensor): the caller
+/// then wraps the memory as it would a foreign tensor's.
+fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
+    let storage = e.storage();
+    let same_gpu = match (storage.gpu(), engine.gpu_device()) {
+        (None, None) => true,
+        (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+        _ => false,
+    };
+    if !same_gpu || (read_only && storage.is_writable()) {
+        return None;
+    }
+    let start = (ptr.as_ptr() as usize).checked_sub(storage.host_addr()?)?;
+    if !start.is_multiple_of(dtype.size()) || start.checked_add(byte_len)? > storage.len() {
+        return None;
+    }
+    let count = byte_len / dtype.size();
+    let state = crate::blob::State {
+        shape: shape.clone(),
+        storage: std::sync::Arc::clone(storage),
+        offset: start / dtype.size(),
+        capacity: count,
+        view: None,
+        desc: None,
+    };
+    Some(Blob::from_state(engine, dtype, state))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::blob::{non_negative, Blob};
 use crate::dtype::DType;
 use crate::error::{err, Result};
 use crate::storage::{Pin, Storage};
+use smallvec::SmallVec;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -28,9 +29,11 @@ pub struct Export {
     _pin: Pin,
     ptr: NonNull<u8>,
     dtype: DType,
-    shape: Vec<usize>,
+    /// Inline up to eight axes, as [`crate::Shape`]: exporting a small
+    /// blob (the buffer protocol, DLPack) allocates nothing here.
+    shape: SmallVec<[usize; 8]>,
     /// Byte strides; `None` for dense row-major.
-    strides: Option<Vec<isize>>,
+    strides: Option<SmallVec<[isize; 8]>>,
     /// Bytes from `ptr` to the end of the last element.
     span: usize,
     /// False for exports of read-only blobs: consumers must not write.
@@ -89,11 +92,19 @@ impl Export {
 
     /// Strides in bytes (what NumPy and the buffer protocol use): row-major
     /// for dense exports, the layout's strides for regions and strided layouts.
-    pub fn byte_strides(&self) -> Vec<isize> {
+    pub fn byte_strides(&self) -> SmallVec<[isize; 8]> {
         if let Some(s) = &self.strides {
             return s.clone();
         }
-        crate::layout::row_major_strides(&self.shape, self.dtype.size())
+        let mut s: SmallVec<[isize; 8]> = smallvec::smallvec![0; self.shape.len()];
+        crate::layout::fill_row_major_strides(&self.shape, self.dtype.size(), &mut s);
+        s
+    }
+
+    /// The storage this export pins (the DLPack import of blobcore's own
+    /// export shares it instead of wrapping the memory a second time).
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
+        self._pin.storage()
     }
 }
 
@@ -139,12 +150,12 @@ impl Blob {
             // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
             let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
             let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
-            let dims = desc.dims().to_vec();
+            let dims = desc.dims().iter().copied().collect();
             return Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable });
         }
         drop(st);
         let region = self.snapshot();
-        let shape = region.shape.dims().to_vec();
+        let shape = region.shape.dims().iter().copied().collect();
         self.export_region(region.storage, region.offset, shape, write, write)
     }
 
@@ -183,10 +194,10 @@ impl Blob {
         if pos.checked_add(size).is_none_or(|end| end > len) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        self.export_region(storage, offset + pos, vec![size], writable, write_pin)
+        self.export_region(storage, offset + pos, smallvec::smallvec![size], writable, write_pin)
     }
 
-    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Vec<usize>, writable: bool, write_pin: bool) -> Result<Export> {
+    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: SmallVec<[usize; 8]>, writable: bool, write_pin: bool) -> Result<Export> {
         let es = self.dtype().size();
         let start = offset * es;
         let len = shape.iter().product::<usize>() * es;
@@ -212,7 +223,7 @@ mod tests {
         b.copy_from_slice(&[0f32, 1., 2., 3., 4., 5.]).unwrap();
         let e = b.export().unwrap();
         assert_eq!(e.shape(), &[2, 3]);
-        assert_eq!(e.byte_strides(), vec![12, 4]);
+        assert_eq!(&e.byte_strides()[..], [12, 4]);
         assert_eq!(b.reshape(&[4, 4]).unwrap_err().code(), 8);
         b.reshape(&[3, 2]).unwrap(); // within capacity: same memory, allowed
         let r = b.export_range(4, 2).unwrap();

@@ -228,11 +228,7 @@ impl Blob {
         match &st.desc {
             None => {
                 let mut s: Axes<isize> = smallvec::smallvec![0; st.shape.rank()];
-                let mut acc = 1isize;
-                for (s, &d) in s.iter_mut().zip(st.shape.dims()).rev() {
-                    *s = acc;
-                    acc = acc.saturating_mul(d.max(1) as isize);
-                }
+                crate::layout::fill_row_major_strides(st.shape.dims(), 1, &mut s);
                 Ok((s, 0))
             }
             Some(d) => {
@@ -495,7 +491,7 @@ mod tests {
         let v = b.index(&[r(None, None, Some(-1))]).unwrap().index(&[r(None, None, Some(-1))]).unwrap();
         assert_eq!(values(&v), all);
         let e = c.export().unwrap();
-        assert_eq!(e.byte_strides(), [-16, -8]);
+        assert_eq!(&e.byte_strides()[..], [-16, -8]);
     }
 
     #[test]
@@ -524,7 +520,7 @@ mod tests {
         assert_eq!(t.dims(), [4, 2, 3]);
         assert_eq!(values(&t)[..6], [0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
         let e = t.export().unwrap();
-        assert_eq!(e.byte_strides(), [4, 48, 16]);
+        assert_eq!(&e.byte_strides()[..], [4, 48, 16]);
     }
 
     proptest::proptest! {

@@ -168,12 +168,18 @@ pub fn layout_by_dims(rank: usize) -> Layout {
 /// elements, the item size for bytes). Saturates instead of overflowing.
 pub fn row_major_strides(dims: &[usize], unit: usize) -> Vec<isize> {
     let mut strides = vec![0isize; dims.len()];
+    fill_row_major_strides(dims, unit, &mut strides);
+    strides
+}
+
+/// [`row_major_strides`] written into `out` (as long as `dims`), for
+/// callers that keep strides inline.
+pub(crate) fn fill_row_major_strides(dims: &[usize], unit: usize, out: &mut [isize]) {
     let mut acc = unit as isize;
-    for (s, &d) in strides.iter_mut().zip(dims).rev() {
+    for (s, &d) in out.iter_mut().zip(dims).rev() {
         *s = acc;
         acc = acc.saturating_mul(d.max(1) as isize);
     }
-    strides
 }
 
 /// True when `strides` (in multiples of `unit`) describe dense row-major

@@ -494,3 +494,57 @@ fn large_blobs_take_parallel_paths_correctly() {
     arith_case::<f32>(vec![1000, 700], 3, 2);
     arith_case::<i32>(vec![3, 500_000], -4, -2);
 }
+
+/// DLPack export then import within blobcore (what `bc.from_dlpack(blob)`
+/// and the C exchange API do): the import shares the exported storage, so
+/// values, writes, overlap checks and `Busy` behave as for a view, with
+/// either struct, and a read-only export stays read-only.
+fn dlpack_own_case<T: Element>(dims: Vec<usize>, lead: usize, legacy: bool, read_only: bool) {
+    let (b, a) = make::<T>(&dims, 5);
+    let part = dims[0] > 0 && lead % 2 == 1;
+    let (src, want) = if part {
+        let i = lead % dims[0];
+        (b.index(&[blobcore::Index::At(i as i64)]).unwrap(), a.index_axis(Axis(0), i).to_owned())
+    } else {
+        (b.clone(), a.clone())
+    };
+    let engine = common::engine();
+    // SAFETY: each tensor is live and handed straight to the import, which
+    // takes it on success (and the test unwraps that success).
+    let imp = unsafe {
+        if legacy {
+            Blob::from_dlpack_legacy(&engine, src.to_dlpack_legacy().unwrap().as_ptr(), None).unwrap()
+        } else {
+            let flags = if read_only { blobcore::dlpack::DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 };
+            Blob::from_dlpack(&engine, src.to_dlpack(flags).unwrap().as_ptr(), None).unwrap()
+        }
+    };
+    check(&imp, &want);
+    let n = want.len();
+    assert_eq!(imp.shares_memory(&src), n > 0);
+    // (An empty tensor is imported as a new, empty blob.)
+    if n > 0 {
+        assert_eq!(imp.is_writable(), legacy || !read_only);
+    }
+    if imp.is_writable() && n > 0 {
+        let (other, new) = make::<T>(want.shape(), 9);
+        imp.copy_from(&other).unwrap();
+        check(&src, &new);
+    }
+    drop(src);
+    let grown: Vec<usize> = dims.iter().map(|&d| d + 1).collect();
+    if n > 0 {
+        assert_eq!(b.reshape(&grown).unwrap_err().code(), 8, "the import shares the storage");
+    }
+    drop(imp);
+    b.reshape(&grown).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(30), ..ProptestConfig::default() })]
+
+    #[test]
+    fn dlpack_round_trip_shares_the_storage(dims in shape_strategy(), lead in 0usize..8, legacy in any::<bool>(), read_only in any::<bool>()) {
+        for_each_dtype!(dlpack_own_case(dims.clone(), lead, legacy, read_only));
+    }
+}
