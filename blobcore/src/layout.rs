@@ -174,6 +174,7 @@ pub fn row_major_strides(dims: &[usize], unit: usize) -> Vec<isize> {
 
 /// [`row_major_strides`] written into `out` (as long as `dims`), for
 /// callers that keep strides inline.
+#[inline]
 pub(crate) fn fill_row_major_strides(dims: &[usize], unit: usize, out: &mut [isize]) {
     let mut acc = unit as isize;
     for (s, &d) in out.iter_mut().zip(dims).rev() {
