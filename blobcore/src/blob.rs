@@ -20,7 +20,7 @@ use crate::storage::{Borrow, Head, ReleaseFn, Storage};
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// A tensor: dtype + shape over shared, lazily allocated storage.
 #[derive(Clone)]
@@ -38,6 +38,8 @@ pub(crate) struct BlobInner {
     companion: bool,
     /// The shape's size in bytes, readable without the state lock (see [`Blob::is_small`]).
     bytes_hint: AtomicUsize,
+    /// Bumped on every write access to the state (see [`Blob::generation`]).
+    generation: AtomicU64,
 }
 
 pub(crate) struct State {
@@ -397,6 +399,7 @@ impl Blob {
         Blob {
             inner: Arc::new(BlobInner {
                 bytes_hint: AtomicUsize::new(state.shape.count() * dtype.size()),
+                generation: AtomicU64::new(0),
                 engine: engine.clone(),
                 dtype,
                 state: RwLock::new(state),
@@ -644,7 +647,21 @@ impl Blob {
     pub(crate) fn state_mut(&self) -> StateMut<'_> {
         #[cfg(test)]
         let held = lock_check::enter(self.lock_addr());
-        StateMut { guard: write_lock(&self.inner.state), #[cfg(test)] _held: held }
+        let guard = write_lock(&self.inner.state);
+        // Bumped under the write lock, before any change is visible: a
+        // reader that sees the new shape under its read lock has either
+        // read this generation or an older one, never a newer one.
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        StateMut { guard, #[cfg(test)] _held: held }
+    }
+
+    /// A number that changes whenever the blob's state (shape, layout,
+    /// memory, view relation) may have changed: read it before reading
+    /// the shape, and anything derived from that shape stays current for
+    /// as long as the generation reads the same. Bindings use it to reuse
+    /// what they built from the shape (Python's `b.shape` tuple).
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
     }
 
     #[cfg(test)]

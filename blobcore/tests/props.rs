@@ -189,7 +189,11 @@ fn reshape_case<T: Element>(dims: Vec<usize>, new_dims: Vec<usize>) {
     let old: Vec<T> = a.iter().copied().collect();
     let n_new: usize = new_dims.iter().product();
     let cap = b.capacity();
+    let g = b.generation();
+    let _ = (b.dims(), b.to_vec::<T>().unwrap(), b.capacity());
+    assert_eq!(b.generation(), g, "reads leave the generation alone");
     b.reshape(&new_dims).unwrap();
+    assert_ne!(b.generation(), g, "a reshape moves the generation");
     assert_eq!(b.dims(), new_dims);
     let got = b.to_vec::<T>().unwrap();
     if n_new <= cap {

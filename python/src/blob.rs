@@ -234,9 +234,7 @@ impl PyBlob {
     /// The dims, outermost first.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        // The dims are copied out under the state lock (inline, no
-        // allocation); the tuple is built after it is released.
-        PyTuple::new(py, self.b.shape().dims())
+        self.shape_tuple(py)
     }
 
     /// The dtype (a NumPy dtype: ``b.dtype == numpy.float32``).

@@ -451,3 +451,39 @@ def test_issue_examples():
     arr[:] = 7
     g.release_buffer(arr, True)
     assert np.asarray(g).tolist() == [[7] * 3] * 2
+
+
+# ------------------------------------------------- the cached b.shape tuple
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["reshape", "reinterpret", "copy_from", "transpose_from", "read"]),
+                  st.lists(st.integers(0, 4), min_size=1, max_size=4)),
+        min_size=1, max_size=10),
+)
+def test_shape_follows_every_change(ops):
+    """`b.shape` is reused while the core blob's generation holds; every
+    change of the shape, through this object, another object for the same
+    core blob (`b.diff` twice) or the diff companion, shows at once."""
+    b = bc.Blob.tensor((2, 3))
+    d1, d2 = b.diff, b.diff
+    for op, dims in ops:
+        try:
+            if op == "reshape":
+                b.reshape(dims)
+            elif op == "reinterpret":
+                b.reinterpret(dims)
+            elif op == "copy_from":
+                b.copy_from(bc.Blob.from_numpy(np.zeros(dims, np.float32)), reshape=True)
+            elif op == "transpose_from":
+                src = bc.Blob.from_numpy(np.zeros(dims, np.float32))
+                b.reshape(list(reversed(dims)) if len(dims) == 2 else dims)
+                b.transpose_from(src, 0, len(dims) - 1)
+        except (bc.BlobError, ValueError):
+            pass
+        want = np.asarray(b).shape
+        assert b.shape == want and b.shape == want, (op, dims)
+        assert d1.shape == want and d2.shape == want and b.diff.shape == want, (op, dims)
+        assert isinstance(b.shape, tuple) and all(type(v) is int for v in b.shape)
