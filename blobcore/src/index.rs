@@ -392,12 +392,55 @@ impl Blob {
     /// many entries are `OutOfRange`; a zero step is `InvalidArgument`.
     pub fn index(&self, key: &[Index]) -> Result<Blob> {
         let st = self.state();
+        if let Some(b) = self.leading_view(&st, key) {
+            return b;
+        }
         if let Some(d) = st.desc.as_ref().filter(|d| !d.is_planar()) {
             let d = d.clone();
             return self.blocked_view(&st, &d, key, None, ViewKind::Indexed);
         }
         let (p, base) = self.index_plan(&st, key)?;
         self.view_of(&st, base, &p, ViewKind::Indexed)
+    }
+
+    /// `b[i]`, `b[i, j]`, ... of a dense blob (keys of integers only, the
+    /// most common: a row, a sample, a channel): the trailing dims at the
+    /// offset of those leading indices, without building the general plan.
+    /// `None` for anything else (other keys, a strided or blocked blob, an
+    /// index out of range), which the general path handles, errors
+    /// included. Property test: `leading_index_like_ndarray`.
+    #[inline]
+    fn leading_view(&self, st: &State, key: &[Index]) -> Option<Result<Blob>> {
+        let dims = st.shape.dims();
+        if st.desc.is_some() || key.is_empty() || key.len() > dims.len() {
+            return None;
+        }
+        // A sub-shape of a valid shape: it cannot fail, but is not unwrapped.
+        let shape = match Shape::new(&dims[key.len()..]) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let count = shape.count();
+        // Row-major: the offset of (i, j, ...) in units of the trailing
+        // count, innermost key axis first; every partial sum stays below
+        // the blob's count, so nothing overflows.
+        let (mut offset, mut unit) = (0usize, count);
+        for (k, &d) in key.iter().zip(dims).rev() {
+            let Index::At(i) = *k else { return None };
+            let n = i64::try_from(d).ok()?;
+            let i = usize::try_from(if i < 0 { i + n } else { i }).ok().filter(|&r| r < d)?;
+            offset += i * unit;
+            unit *= d;
+        }
+        let state = State {
+            capacity: count,
+            offset: st.offset + offset,
+            shape,
+            storage: Arc::clone(&st.storage),
+            view: Some(View { parent: self.clone(), kind: ViewKind::Indexed }),
+            desc: None,
+        };
+        Some(Ok(self.derived(state)))
     }
 
     /// NumPy's `b.T`: the axes reversed, as a view.

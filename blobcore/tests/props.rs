@@ -552,3 +552,55 @@ proptest! {
         for_each_dtype!(dlpack_own_case(dims.clone(), lead, legacy, read_only));
     }
 }
+
+/// `b[i, j, ...]` (keys of integers only, which have a fast path for
+/// dense blobs) against ndarray's `index_axis`, on blobs and on dense
+/// views at an offset, with indices in and out of range; writes through
+/// the view land in the parent.
+fn leading_index_case<T: Element>(dims: Vec<usize>, is: Vec<i64>, k: usize, nested: bool) {
+    let (b, a) = make::<T>(&dims, 3);
+    let (src, want) = if nested && dims.len() > 1 && dims[0] > 0 {
+        let j = dims[0] - 1;
+        (b.index(&[blobcore::Index::At(j as i64)]).unwrap(), a.index_axis(Axis(0), j).to_owned())
+    } else {
+        (b.clone(), a.clone())
+    };
+    let k = k.min(want.ndim()).max(1);
+    let key: Vec<blobcore::Index> = is[..k].iter().map(|&i| blobcore::Index::At(i)).collect();
+    let got = src.index(&key);
+    let mut rows = Vec::new();
+    for (&i, &n) in is[..k].iter().zip(want.shape()) {
+        let n = n as i64;
+        if i < -n || i >= n {
+            assert_eq!(got.unwrap_err().code(), 6, "{is:?} of {:?}", want.shape());
+            return;
+        }
+        rows.push(if i < 0 { i + n } else { i } as usize);
+    }
+    let got = got.unwrap();
+    let mut part = want.view();
+    for &r in &rows {
+        part = part.index_axis_move(Axis(0), r);
+    }
+    check(&got, &part.to_owned());
+    if got.count() > 0 {
+        let (other, new) = make::<T>(got.dims().as_slice(), 8);
+        got.copy_from(&other).unwrap();
+        let mut whole = want.clone();
+        let mut dst = whole.view_mut();
+        for &r in &rows {
+            dst = dst.index_axis_move(Axis(0), r);
+        }
+        dst.assign(&new);
+        check(&src, &whole);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, rng_seed: proptest::test_runner::RngSeed::Fixed(31), ..ProptestConfig::default() })]
+
+    #[test]
+    fn leading_index_like_ndarray(dims in shape_strategy(), is in prop::collection::vec(-6i64..6, 4), k in 1usize..5, nested in any::<bool>()) {
+        for_each_dtype!(leading_index_case(dims.clone(), is.clone(), k, nested));
+    }
+}
