@@ -212,12 +212,58 @@ fn resolve_key(dims: &[usize], key: &[Index]) -> Result<Vec<Resolved>> {
 /// allowed): axes sorted by stride magnitude, outermost first; length-1
 /// axes innermost (their stride is irrelevant and set to 1).
 pub(crate) fn strided_desc(dtype: crate::DType, dims: &[usize], strides: &[isize]) -> Result<(Box<TensorDesc>, usize)> {
+    if let Some((order, st)) = strided_order_inline(dims, strides) {
+        let rank = dims.len();
+        return TensorDesc::planar_view(dtype, dims, &order[..rank], &st[..rank]);
+    }
+    let (order, st) = strided_order(dims, strides);
+    TensorDesc::planar_view(dtype, dims, &order, &st)
+}
+
+/// [`strided_desc`]'s order of the axes and their strides, any rank.
+fn strided_order(dims: &[usize], strides: &[isize]) -> (Axes<usize>, Axes<isize>) {
     let rank = dims.len();
     let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
     order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
     order.extend((0..rank).filter(|&a| dims[a] <= 1));
-    let st: Axes<isize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
-    TensorDesc::planar_view(dtype, dims, &order, &st)
+    let st = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+    (order, st)
+}
+
+type InlineAxes<T> = [T; crate::layout::INLINE];
+
+/// [`strided_order`] on the stack for ranks up to eight (every view's
+/// creation runs it; the sort and collects cost half a strided view):
+/// an insertion sort that inserts the axes in turn and shifts only past
+/// strictly smaller magnitudes, so equal strides keep their axis order as
+/// the stable sort does. The first `dims.len()` entries are meaningful.
+/// Property test: `inline_order_is_the_general_order`.
+#[inline]
+fn strided_order_inline(dims: &[usize], strides: &[isize]) -> Option<(InlineAxes<usize>, InlineAxes<isize>)> {
+    let rank = dims.len();
+    if rank > crate::layout::INLINE || strides.len() != rank {
+        return None;
+    }
+    let (mut order, mut st) = ([0usize; crate::layout::INLINE], [1isize; crate::layout::INLINE]);
+    let mut n = 0;
+    for a in (0..rank).filter(|&a| dims[a] > 1) {
+        let key = strides[a].unsigned_abs();
+        let mut j = n;
+        while j > 0 && strides[order[j - 1]].unsigned_abs() < key {
+            order[j] = order[j - 1];
+            j -= 1;
+        }
+        order[j] = a;
+        n += 1;
+    }
+    for i in 0..n {
+        st[i] = strides[order[i]];
+    }
+    for a in (0..rank).filter(|&a| dims[a] <= 1) {
+        order[n] = a; // its stride stays 1
+        n += 1;
+    }
+    Some((order, st))
 }
 
 impl Blob {
@@ -564,6 +610,24 @@ mod tests {
         assert_eq!(values(&t)[..6], [0.0, 4.0, 8.0, 12.0, 16.0, 20.0]);
         let e = t.export().unwrap();
         assert_eq!(&e.byte_strides()[..], [4, 48, 16]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(32), ..Default::default() })]
+
+        /// The stack order of small ranks is the stable sort's, with ties
+        /// (equal magnitudes of either sign), length-0 and length-1 axes.
+        #[test]
+        fn inline_order_is_the_general_order(
+            axes in proptest::collection::vec((0usize..4, -3isize..4), 0..9),
+        ) {
+            let dims: Vec<usize> = axes.iter().map(|a| a.0).collect();
+            let strides: Vec<isize> = axes.iter().map(|a| a.1).collect();
+            let (order, st) = strided_order(&dims, &strides);
+            let (io, is) = strided_order_inline(&dims, &strides).expect("rank <= 8");
+            proptest::prop_assert_eq!(&io[..dims.len()], &order[..]);
+            proptest::prop_assert_eq!(&is[..dims.len()], &st[..]);
+        }
     }
 
     proptest::proptest! {

@@ -219,7 +219,10 @@ pub struct BlockingDesc {
 
 /// Per-blocked-dim values, inline up to eight entries (every planar rank
 /// and the usual blocked ones), so that a view's desc allocates nothing.
-type Inline<T> = smallvec::SmallVec<[T; 8]>;
+type Inline<T> = smallvec::SmallVec<[T; INLINE]>;
+
+/// How many per-dim entries [`Inline`] keeps without allocating.
+pub(crate) const INLINE: usize = 8;
 
 fn dense_strides(blk_dims: &[usize]) -> Result<Vec<usize>> {
     let mut strides = vec![0usize; blk_dims.len()];
