@@ -128,35 +128,38 @@ impl Blob {
     /// so a GPU copy stays valid). A read-only blob always exports
     /// read-only.
     pub fn export_for(&self, write: bool) -> Result<Export> {
+        // One look at the state: what the export needs is read under a
+        // single read lock (no clone of the layout), then the storage is
+        // pinned without it.
         let st = self.state();
-        if let Some(desc) = st.desc.clone() {
-            let Some((strides, base)) = desc.planar_strides() else {
-                return Err(err!(
-                    Unsupported,
-                    "a blocked layout ({}) cannot be exported as a strided array; reorder it into a dense blob first",
-                    desc.layout()
-                ));
-            };
-            let es = self.dtype().size();
-            let span = desc.span()?.saturating_sub(base) * es;
-            let start = (st.offset + base) * es;
-            let storage = Arc::clone(&st.storage);
+        let Some(desc) = st.desc.as_ref() else {
+            let (storage, offset) = (Arc::clone(&st.storage), st.offset);
+            let shape = st.shape.dims().iter().copied().collect();
             drop(st);
-            if start + span > storage.len() {
-                return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
-            }
-            let writable = write && storage.is_writable();
-            let (pin, host) = storage.pin_host(writable)?;
-            // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
-            let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
-            let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
-            let dims = desc.dims().iter().copied().collect();
-            return Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable });
-        }
+            return self.export_region(storage, offset, shape, write, write);
+        };
+        let Some((strides, base)) = desc.planar_strides() else {
+            return Err(err!(
+                Unsupported,
+                "a blocked layout ({}) cannot be exported as a strided array; reorder it into a dense blob first",
+                desc.layout()
+            ));
+        };
+        let es = self.dtype().size();
+        let span = desc.span()?.saturating_sub(base) * es;
+        let start = (st.offset + base) * es;
+        let dims: SmallVec<[usize; 8]> = desc.dims().iter().copied().collect();
+        let storage = Arc::clone(&st.storage);
         drop(st);
-        let region = self.snapshot();
-        let shape = region.shape.dims().iter().copied().collect();
-        self.export_region(region.storage, region.offset, shape, write, write)
+        if start + span > storage.len() {
+            return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
+        }
+        let writable = write && storage.is_writable();
+        let (pin, host) = storage.pin_host(writable)?;
+        // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
+        let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
+        let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
+        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable })
     }
 
     /// Exports elements `[pos, pos + size)` of the blob's memory in memory

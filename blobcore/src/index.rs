@@ -461,11 +461,7 @@ impl Blob {
         if st.desc.is_some() || key.is_empty() || key.len() > dims.len() {
             return None;
         }
-        // A sub-shape of a valid shape: it cannot fail, but is not unwrapped.
-        let shape = match Shape::new(&dims[key.len()..]) {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e)),
-        };
+        let shape = st.shape.suffix(key.len());
         let count = shape.count();
         // Row-major: the offset of (i, j, ...) in units of the trailing
         // count, innermost key axis first; every partial sum stays below

@@ -134,6 +134,23 @@ impl Shape {
         Shape { dims: SmallVec::new(), count: 1, extent: 1 }
     }
 
+    /// The shape of the dims from axis `from` on (what indexing the
+    /// leading axes leaves): no checks to repeat, as its non-zero dims
+    /// multiply to at most this shape's extent. `from` past the rank gives
+    /// the scalar shape.
+    pub(crate) fn suffix(&self, from: usize) -> Shape {
+        let dims = self.dims.get(from..).unwrap_or(&[]);
+        let (mut extent, mut zero) = (1usize, false);
+        for &d in dims {
+            if d == 0 {
+                zero = true;
+            } else {
+                extent *= d;
+            }
+        }
+        Shape { dims: SmallVec::from_slice(dims), count: if zero { 0 } else { extent }, extent }
+    }
+
     /// The dims, outermost first.
     pub fn dims(&self) -> &[usize] {
         &self.dims
@@ -353,6 +370,24 @@ mod tests {
     }
 
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(33), ..Default::default() })]
+
+        /// What indexing the leading axes leaves is the checked shape of
+        /// the trailing dims: dims, count and extent, zeros and huge dims
+        /// included (dims up to 2^40, so some shapes are refused first).
+        #[test]
+        fn suffix_is_the_checked_shape_of_the_trailing_dims(
+            dims in proptest::collection::vec(proptest::prop_oneof![0usize..4, 0usize..(1 << 40)], 0..10),
+            from in 0usize..11,
+        ) {
+            if let Ok(s) = Shape::new(&dims) {
+                let tail = dims.get(from..).unwrap_or(&[]);
+                proptest::prop_assert!(s.suffix(from) == Shape::new(tail).unwrap());
+            }
+        }
+    }
 
     #[test]
     fn rank_and_overflow_limits() {

@@ -19,7 +19,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use std::ffi::c_int;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 /// A sequence of non-negative indices (Caffe's `vector<int>` index), or
 /// None for anything else (an integer).
@@ -908,9 +907,9 @@ impl PyBlob {
     // ----------------------------------------------------------- Python protocols
 
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
-        let export = Arc::new(core(slf.get().b.export())?);
+        let export = core(slf.get().b.export())?;
         // SAFETY: forwarded from CPython's call of __getbuffer__.
-        unsafe { exports::fill_view(view, flags, export, false, false, slf.into_any()) }
+        unsafe { exports::fill_view(view, flags, exports::Kept::Moved(export), false, false, slf.into_any()) }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {

@@ -7,7 +7,7 @@ use blobcore::{Blob, Export};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use std::ffi::c_int;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Access mode of a buffer context.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Mode {
 /// ndarrays that buffers hand out; it keeps the memory alive).
 #[pyclass(name = "_Held", module = "blobcore", frozen)]
 pub struct Held {
-    export: Arc<Export>,
+    export: Export,
     readonly: bool,
     raw: bool,
 }
@@ -48,7 +48,7 @@ pub struct Held {
 impl Held {
     /// An ndarray over `export` (read-only when asked, or when the blob is).
     pub fn array(py: Python<'_>, export: Export, readonly: bool) -> PyResult<Bound<'_, PyAny>> {
-        let held = Bound::new(py, Held { export: Arc::new(export), readonly, raw: false })?;
+        let held = Bound::new(py, Held { export, readonly, raw: false })?;
         py.import("numpy")?.getattr("asarray")?.call1((held,))
     }
 
@@ -56,16 +56,17 @@ impl Held {
     /// ml_dtypes types as unsigned integers of their size (bfloat16 as
     /// uint16, float8 as uint8, on their way to ml_dtypes).
     pub fn raw(py: Python<'_>, export: Export) -> PyResult<Bound<'_, Held>> {
-        Bound::new(py, Held { export: Arc::new(export), readonly: false, raw: true })
+        Bound::new(py, Held { export, readonly: false, raw: true })
     }
 }
 
 #[pymethods]
 impl Held {
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
-        let (export, readonly, raw) = (Arc::clone(&slf.get().export), slf.get().readonly, slf.get().raw);
-        // SAFETY: forwarded from CPython's call of __getbuffer__.
-        unsafe { exports::fill_view(view, flags, export, readonly, raw, slf.into_any()) }
+        let held = slf.get();
+        // SAFETY: forwarded from CPython's call of __getbuffer__; the view's
+        // owner is this (frozen) object, so the export outlives the view.
+        unsafe { exports::fill_view(view, flags, exports::Kept::ByOwner(&held.export), held.readonly, held.raw, slf.clone().into_any()) }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {

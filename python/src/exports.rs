@@ -7,19 +7,22 @@ use blobcore::{DType, Export};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::Arc;
 
 /// What a `Py_buffer` we filled points into; freed by `__releasebuffer__`.
 struct ViewHolder {
-    _export: Arc<Export>,
-    /// Inline up to rank 8 (the Box does not move, so pointers into these
-    /// stay valid): no allocations of their own per export.
-    shape: smallvec::SmallVec<[ffi::Py_ssize_t; 8]>,
+    /// The export itself when no one else keeps it (a blob's own buffer);
+    /// None when `view.obj` owns it (a `_Held`, alive until the release).
+    export: Option<Export>,
+    /// Inline up to rank 8 (the Box does not move, so pointers into it
+    /// stay valid): no allocation of its own per export. The shape is the
+    /// export's own (`usize` dims below `i64::MAX`, laid out as `Py_ssize_t`).
     strides: smallvec::SmallVec<[ffi::Py_ssize_t; 8]>,
 }
 
 /// Fills `view` from `export` for `__getbuffer__` (`owner` becomes
-/// `view.obj`). Read-only requests (`readonly`, or an export of a
+/// `view.obj`). The export lives as long as the view: moved into the view
+/// (`Kept::Moved`, one allocation per export) or owned by `owner`
+/// (`Kept::ByOwner`). Read-only requests (`readonly`, or an export of a
 /// read-only blob) refuse writable requests. `raw` describes the
 /// elements of the ml_dtypes types as unsigned integers of their size (how
 /// bfloat16 and float8 reach NumPy: a uint16 / uint8 array that ml_dtypes
@@ -30,11 +33,15 @@ struct ViewHolder {
 pub unsafe fn fill_view(
     view: *mut ffi::Py_buffer,
     flags: c_int,
-    export: Arc<Export>,
+    kept: Kept<'_>,
     readonly: bool,
     raw: bool,
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
+    let export: &Export = match &kept {
+        Kept::Moved(e) => e,
+        Kept::ByOwner(e) => e,
+    };
     let readonly = readonly || !export.is_writable();
     if view.is_null() {
         return Err(raise("BusyError", "NULL Py_buffer"));
@@ -54,25 +61,38 @@ pub unsafe fn fill_view(
             "this blob is strided (a region or a non-default layout); the consumer must accept strides",
         ));
     }
-    let shape = export.shape().iter().map(|&d| d as ffi::Py_ssize_t).collect();
-    let strides = export.byte_strides().iter().map(|&s| s as ffi::Py_ssize_t).collect();
-    let holder = Box::new(ViewHolder { _export: Arc::clone(&export), shape, strides });
+    // `Py_ssize_t` is `isize`: the byte strides go in as they are.
+    let strides = export.byte_strides();
+    let (buf, len, itemsize) = (export.as_ptr() as *mut c_void, export.byte_len() as ffi::Py_ssize_t, export.dtype().size() as ffi::Py_ssize_t);
+    // A moved export goes into the holder (moving it moves no memory it
+    // describes); the shape is then read where it has come to rest.
+    let (holder, owned) = match kept {
+        Kept::Moved(e) => (Box::new(ViewHolder { export: Some(e), strides }), None),
+        Kept::ByOwner(e) => (Box::new(ViewHolder { export: None, strides }), Some(e)),
+    };
+    let Some(resting) = holder.export.as_ref().or(owned) else {
+        return Err(raise("BusyError", "buffer export missing"));
+    };
+    let shape: *const usize = resting.shape().as_ptr();
+    let ndim = resting.shape().len() as c_int;
     // SAFETY: `view` is valid (checked non-NULL, provided by CPython); the
     // pointers stored in it live in `holder`, which is released only by
     // `release_view` when the consumer lets go of the view.
     unsafe {
-        (*view).buf = export.as_ptr() as *mut c_void;
-        (*view).len = export.byte_len() as ffi::Py_ssize_t;
+        (*view).buf = buf;
+        (*view).len = len;
         (*view).readonly = c_int::from(readonly);
-        (*view).itemsize = export.dtype().size() as ffi::Py_ssize_t;
+        (*view).itemsize = itemsize;
         (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
             format.as_ptr() as *mut _
         } else {
             std::ptr::null_mut()
         };
-        (*view).ndim = holder.shape.len() as c_int;
+        (*view).ndim = ndim;
         (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
-            holder.shape.as_ptr() as *mut _
+            // usize and Py_ssize_t have one size and alignment; every dim
+            // is below i64::MAX (a Shape's product fits i64).
+            shape as *mut ffi::Py_ssize_t
         } else {
             std::ptr::null_mut()
         };
@@ -86,6 +106,14 @@ pub unsafe fn fill_view(
         (*view).obj = owner.into_ptr();
     }
     Ok(())
+}
+
+/// Who keeps an export alive while a `Py_buffer` points into it.
+pub enum Kept<'a> {
+    /// The view does: the export moves into it.
+    Moved(Export),
+    /// The view's owner does (it outlives the view: `view.obj` holds it).
+    ByOwner(&'a Export),
 }
 
 /// Frees what [`fill_view`] stored in `view` (for `__releasebuffer__`).

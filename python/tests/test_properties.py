@@ -387,6 +387,10 @@ def test_reversed_and_stepped_views_are_numpy_views(dims, data):
         assert np.shares_memory(np.asarray(v), n)
         assert np.shares_memory(np.from_dlpack(v), n)
         assert np.shares_memory(np.asarray(memoryview(v)), n)
+        m = memoryview(v)  # the buffer's own shape and strides, not only NumPy's reading of them
+        assert (m.shape, m.ndim, m.itemsize) == (n.shape, n.ndim, 4)
+        assert [s for s, d in zip(m.strides, n.shape) if d > 1] == [s for s, d in zip(n.strides, n.shape) if d > 1]
+        m.release()
         # the same strides wherever they matter (axes longer than one)
         assert [s for s, d in zip(np.asarray(v).strides, n.shape) if d > 1] == [s for s, d in zip(n.strides, n.shape) if d > 1]
         assert v.shares_memory(b)
