@@ -91,7 +91,9 @@ pub fn parse(key: &Bound<'_, PyAny>, out: &mut Entries) -> PyResult<bool> {
             None => false,
         });
     };
-    for item in t.iter() {
+    for i in 0..t.len() {
+        // Borrowed: no reference count traffic per entry.
+        let Ok(item) = t.get_borrowed_item(i) else { return Ok(false) };
         match entry(&item)? {
             Some(e) => out.push(e),
             None => return Ok(false),
