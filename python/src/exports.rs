@@ -64,17 +64,14 @@ pub unsafe fn fill_view(
     // `Py_ssize_t` is `isize`: the byte strides go in as they are.
     let strides = export.byte_strides();
     let (buf, len, itemsize) = (export.as_ptr() as *mut c_void, export.byte_len() as ffi::Py_ssize_t, export.dtype().size() as ffi::Py_ssize_t);
+    let ndim = export.shape().len() as c_int;
     // A moved export goes into the holder (moving it moves no memory it
     // describes); the shape is then read where it has come to rest.
-    let (holder, owned) = match kept {
-        Kept::Moved(e) => (Box::new(ViewHolder { export: Some(e), strides }), None),
-        Kept::ByOwner(e) => (Box::new(ViewHolder { export: None, strides }), Some(e)),
+    let mut holder = Box::new(ViewHolder { export: None, strides });
+    let shape: *const usize = match kept {
+        Kept::ByOwner(e) => e.shape().as_ptr(),
+        Kept::Moved(e) => holder.export.insert(e).shape().as_ptr(),
     };
-    let Some(resting) = holder.export.as_ref().or(owned) else {
-        return Err(raise("BusyError", "buffer export missing"));
-    };
-    let shape: *const usize = resting.shape().as_ptr();
-    let ndim = resting.shape().len() as c_int;
     // SAFETY: `view` is valid (checked non-NULL, provided by CPython); the
     // pointers stored in it live in `holder`, which is released only by
     // `release_view` when the consumer lets go of the view.
