@@ -35,5 +35,16 @@ fn main() {
     let e = Blob::from_slice(&Engine::cpu(), &[8], &[0f32; 8]).unwrap();
     time("copy 8", || drop(std::hint::black_box(e.copy().unwrap())));
     time("new 8", || drop(std::hint::black_box(Blob::new(&Engine::cpu(), blobcore::DType::F32, blobcore::Shape::new(&[8]).unwrap()).unwrap())));
+    time("to_dlpack + delete", || {
+        let t = b.to_dlpack(0).unwrap();
+        // SAFETY: a live export, freed once.
+        unsafe { blobcore::dlpack::delete_tensor(t.as_ptr()) };
+    });
+    let cpu = Engine::cpu();
+    time("dlpack round trip", || {
+        let t = b.to_dlpack(0).unwrap();
+        // SAFETY: our own live export, handed over once.
+        drop(std::hint::black_box(unsafe { Blob::from_dlpack(&cpu, t.as_ptr(), None) }.unwrap()));
+    });
     time("dims", || { std::hint::black_box(b.dims()); });
 }

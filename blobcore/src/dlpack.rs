@@ -269,9 +269,6 @@ unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
 /// Boxes `export` behind a managed tensor `make` builds around its
 /// `DLTensor` (whose shape and strides are filled in here).
 fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> NonNull<M> {
-    let es = export.dtype().size() as isize;
-    let shape = export.shape().iter().map(|&d| d as i64).collect();
-    let strides = export.byte_strides().iter().map(|&s| (s / es) as i64).collect();
     let t = DLTensor {
         data: export.as_ptr() as *mut c_void,
         device: DLDevice { device_type: DL_CPU, device_id: 0 },
@@ -281,10 +278,14 @@ fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> Non
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
-    let mut b = Box::new(Exported { managed: make(t), export, shape, strides });
-    let (shape, strides) = (b.shape.as_mut_ptr(), b.strides.as_mut_ptr());
-    let t = b.managed.tensor_mut();
-    (t.shape, t.strides) = (shape, strides);
+    let mut b = Box::new(Exported { managed: make(t), export, shape: SmallVec::new(), strides: SmallVec::new() });
+    // Shape and strides are written in place, in elements, straight from
+    // the export (no intermediate byte strides).
+    let Exported { managed, export, shape, strides } = &mut *b;
+    shape.extend(export.shape().iter().map(|&d| d as i64));
+    export.element_strides_into(strides);
+    let t = managed.tensor_mut();
+    (t.shape, t.strides) = (shape.as_mut_ptr(), strides.as_mut_ptr());
     let raw = Box::into_raw(b);
     // SAFETY: `raw` is the live box just leaked; `managed` is the first
     // field of a repr(C) struct, so its address is the box's.
@@ -338,6 +339,23 @@ impl Blob {
             flags: (flags & DLPACK_FLAG_BITMASK_IS_COPIED) | if read_only { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 },
             dl_tensor,
         }))
+    }
+
+    /// The array API's export (`__dlpack__(copy=…)`, DLPack's C exchange
+    /// API), decided under one look at the blob: `copy = Some(true)`
+    /// exports a new copy flagged `IS_COPIED`; `None` shares the memory,
+    /// or exports a copy (flagged) when a blocked layout has no strides
+    /// DLPack could carry; `Some(false)` only shares (a blocked blob is
+    /// `Unsupported`). A read-only blob's shared export is `READ_ONLY`.
+    pub fn to_dlpack_copy(&self, copy: Option<bool>) -> Result<NonNull<DLManagedTensorVersioned>> {
+        if copy != Some(true) {
+            match self.to_dlpack(0) {
+                // Only a failed share looks again: blocked layouts are copied.
+                Err(_) if copy.is_none() && self.is_blocked() => {}
+                shared => return shared,
+            }
+        }
+        self.copy()?.to_dlpack(DLPACK_FLAG_BITMASK_IS_COPIED)
     }
 
     /// Exports the blob as a legacy `DLManagedTensor` (no flags: a
@@ -439,7 +457,11 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     let strides: SmallVec<[isize; 8]> = if n > 0 && !t.strides.is_null() {
         // SAFETY: as above.
         let s = unsafe { std::slice::from_raw_parts(t.strides, n) };
-        s.iter().map(|&v| isize::try_from(v).map_err(|_| err!(Shape, "DLPack stride {v} does not fit"))).collect::<Result<_>>()?
+        let mut out: SmallVec<[isize; 8]> = smallvec::smallvec![0; n];
+        for (slot, &v) in out.iter_mut().zip(s) {
+            *slot = isize::try_from(v).map_err(|_| err!(Shape, "DLPack stride {v} does not fit"))?;
+        }
+        out
     } else {
         let mut s = smallvec::smallvec![0; n];
         crate::layout::fill_row_major_strides(shape.dims(), 1, &mut s);
@@ -568,6 +590,50 @@ mod tests {
             delete_tensor(r.as_ptr());
         }
         assert_eq!(b.to_dlpack(8).unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn copy_rule_of_the_array_api() {
+        use crate::layout::{BlockingDesc, TensorDesc};
+        let e = Engine::cpu();
+        let b = Blob::from_slice(&e, &[2, 2], &[1f32, 2., 3., 4.]).unwrap();
+        // SAFETY (all blocks below): live exports, read within their
+        // shape and freed once.
+        let flags_and_shared = |t: NonNull<DLManagedTensorVersioned>, src: &Blob| unsafe {
+            let r = (t.as_ref().flags, std::ptr::eq(t.as_ref().dl_tensor.data as *const u8, src.export().unwrap().as_ptr()));
+            delete_tensor(t.as_ptr());
+            r
+        };
+        // None and Some(false) share; Some(true) copies and says so.
+        assert_eq!(flags_and_shared(b.to_dlpack_copy(None).unwrap(), &b), (0, true));
+        assert_eq!(flags_and_shared(b.to_dlpack_copy(Some(false)).unwrap(), &b), (0, true));
+        assert_eq!(flags_and_shared(b.to_dlpack_copy(Some(true)).unwrap(), &b), (DLPACK_FLAG_BITMASK_IS_COPIED, false));
+        // A blocked layout: None copies (dense, flagged), Some(false) refuses.
+        let desc = TensorDesc::with_blocking(DType::F32, &[1, 8, 2, 2], BlockingDesc::new(&[1, 1, 2, 2, 8], &[0, 1, 2, 3, 1]).unwrap()).unwrap();
+        let blocked = Blob::with_desc(&e, &desc).unwrap();
+        blocked.fill(5.0).unwrap();
+        let t = blocked.to_dlpack_copy(None).unwrap();
+        unsafe {
+            let tr = t.as_ref();
+            assert_eq!((tr.flags, tr.dl_tensor.ndim), (DLPACK_FLAG_BITMASK_IS_COPIED, 4));
+            assert_eq!(std::slice::from_raw_parts(tr.dl_tensor.strides, 4), [32, 4, 2, 1]);
+            assert!(std::slice::from_raw_parts(tr.dl_tensor.data as *const f32, 32).iter().all(|&v| v == 5.0));
+            delete_tensor(t.as_ptr());
+        }
+        assert_eq!(blocked.to_dlpack_copy(Some(false)).unwrap_err().code(), 13);
+        // A read-only blob shares read-only; its copy is writable.
+        let mem = [1f32; 4];
+        let ro = unsafe { Blob::wrap_read_only(&e, DType::F32, Shape::new(&[4]).unwrap(), NonNull::from(&mem).cast(), 16, None) }.unwrap();
+        let t = ro.to_dlpack_copy(None).unwrap();
+        unsafe {
+            assert_eq!(t.as_ref().flags, DLPACK_FLAG_BITMASK_READ_ONLY);
+            delete_tensor(t.as_ptr());
+        }
+        let t = ro.to_dlpack_copy(Some(true)).unwrap();
+        unsafe {
+            assert_eq!(t.as_ref().flags, DLPACK_FLAG_BITMASK_IS_COPIED);
+            delete_tensor(t.as_ptr());
+        }
     }
 
     #[test]

@@ -101,6 +101,26 @@ impl Export {
         s
     }
 
+    /// Strides in elements, written into `out` (cleared first): row-major
+    /// for dense exports, the layout's strides otherwise (DLPack's unit).
+    pub(crate) fn element_strides_into(&self, out: &mut SmallVec<[i64; 8]>) {
+        out.clear();
+        match &self.strides {
+            Some(s) => {
+                let es = self.dtype.size() as isize;
+                out.extend(s.iter().map(|&b| (b / es) as i64));
+            }
+            None => {
+                out.resize(self.shape.len(), 0);
+                let mut acc = 1i64;
+                for (s, &d) in out.iter_mut().zip(&self.shape).rev() {
+                    *s = acc;
+                    acc = acc.saturating_mul(d.max(1) as i64);
+                }
+            }
+        }
+    }
+
     /// The storage this export pins (the DLPack import of blobcore's own
     /// export shares it instead of wrapping the memory a second time).
     pub(crate) fn storage(&self) -> &Arc<Storage> {

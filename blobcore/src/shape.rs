@@ -120,13 +120,30 @@ impl Shape {
         if dims.len() > MAX_RANK {
             return Err(err!(Shape, "rank {} exceeds the maximum of {MAX_RANK}", dims.len()));
         }
-        let mut v: SmallVec<[usize; 8]> = SmallVec::with_capacity(dims.len());
-        for (axis, &d) in dims.iter().enumerate() {
-            let d = usize::try_from(d)
-                .map_err(|_| err!(Shape, "dim {d} at axis {axis} is negative"))?;
-            v.push(d);
+        // One pass: each dim is checked, multiplied in and stored (the
+        // same checks as [`Shape::new`], which the property test
+        // `from_i64_is_new_of_the_dims` holds it to).
+        // Sized first and filled through a slice: pushing would store and
+        // reload the length on every dim.
+        let mut v: SmallVec<[usize; 8]> = smallvec::smallvec![0; dims.len()];
+        // A negative dim is reported before an overflow, wherever it is.
+        let (mut extent, mut zero, mut overflow) = (1usize, false, false);
+        for (axis, (slot, &d)) in v.iter_mut().zip(dims).enumerate() {
+            let d = usize::try_from(d).map_err(|_| err!(Shape, "dim {d} at axis {axis} is negative"))?;
+            if d == 0 {
+                zero = true;
+            } else {
+                match extent.checked_mul(d).filter(|&c| i64::try_from(c).is_ok()) {
+                    Some(c) => extent = c,
+                    None => overflow = true,
+                }
+            }
+            *slot = d;
         }
-        Shape::new(&v)
+        if overflow {
+            return Err(err!(Shape, "the dims {dims:?} are too large: the product of the non-zero dims overflows i64"));
+        }
+        Ok(Shape { dims: v, count: if zero { 0 } else { extent }, extent })
     }
 
     /// The rank-0 shape of a scalar (one element).
@@ -385,6 +402,23 @@ mod tests {
             if let Ok(s) = Shape::new(&dims) {
                 let tail = dims.get(from..).unwrap_or(&[]);
                 proptest::prop_assert!(s.suffix(from) == Shape::new(tail).unwrap());
+            }
+        }
+
+        #[test]
+        fn from_i64_is_new_of_the_dims(
+            dims in proptest::collection::vec(proptest::prop_oneof![-2i64..4, 0i64..(1 << 40), proptest::num::i64::ANY], 0..12),
+        ) {
+            // The one-pass conversion agrees with checking the signs, then
+            // Shape::new: same shape, or the same error (code and text).
+            let oracle = match dims.iter().enumerate().find(|(_, &d)| d < 0) {
+                Some((axis, d)) => Err(err!(Shape, "dim {d} at axis {axis} is negative")),
+                None => Shape::new(&dims.iter().map(|&d| d as usize).collect::<Vec<_>>()),
+            };
+            match (Shape::from_i64(&dims), oracle) {
+                (Ok(a), Ok(b)) => proptest::prop_assert!(a == b && a.count() == b.count()),
+                (Err(a), Err(b)) => proptest::prop_assert_eq!((a.code(), a.to_string()), (b.code(), b.to_string())),
+                (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a, b),
             }
         }
     }

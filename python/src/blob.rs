@@ -939,8 +939,7 @@ impl PyBlob {
             }
         }
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        let (b, flags) = dlpack::exported(&self.b, copy, versioned)?;
-        dlpack::produce(py, &b, versioned, flags)
+        dlpack::produce(py, &self.b, versioned, copy)
     }
 
     /// DLPack 1.3's C exchange API: a capsule named

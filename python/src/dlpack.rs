@@ -35,30 +35,24 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
     }
 }
 
-/// What `__dlpack__(copy=copy)` exports of `b` and the flags to mark it
-/// with: a copy when asked for (`copy=True`) or when a blocked layout has
-/// no strides DLPack could carry (`copy=None`). A read-only blob needs a
-/// versioned consumer, which can be told. Failures are BufferErrors (the
-/// array API's word).
-pub fn exported(b: &Blob, copy: Option<bool>, versioned: bool) -> PyResult<(Blob, u64)> {
-    let copied = copy == Some(true) || (copy.is_none() && b.is_blocked());
-    let out = if copied { b.copy().map_err(|e| pyo3::exceptions::PyBufferError::new_err(e.to_string()))? } else { b.clone() };
-    if !out.is_writable() && !versioned {
-        return Err(pyo3::exceptions::PyBufferError::new_err(
-            "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
-        ));
-    }
-    Ok((out, if copied { blobcore::dlpack::DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 }))
-}
-
-/// A DLPack capsule of `b`: versioned (the core's `to_dlpack` with
-/// `flags`) or legacy.
-pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, flags: u64) -> PyResult<Py<PyAny>> {
+/// A DLPack capsule of `b` for `__dlpack__(copy=copy)`: versioned (the
+/// core's `to_dlpack_copy`, which decides sharing and copying) or legacy
+/// (for consumers without `max_version`: the same copy rule; a read-only
+/// blob, which the legacy struct cannot mark, is refused). Failures are
+/// BufferErrors (the array API's word).
+pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, copy: Option<bool>) -> PyResult<Py<PyAny>> {
     let buffer_err = |e: Error| pyo3::exceptions::PyBufferError::new_err(e.to_string());
     let (ptr, name) = if versioned {
-        (b.to_dlpack(flags).map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_VERSIONED)
+        (b.to_dlpack_copy(copy).map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_VERSIONED)
     } else {
-        (b.to_dlpack_legacy().map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_LEGACY)
+        let copied = copy == Some(true) || (copy.is_none() && b.is_blocked());
+        let out = if copied { b.copy().map_err(buffer_err)? } else { b.clone() };
+        if !out.is_writable() {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
+            ));
+        }
+        (out.to_dlpack_legacy().map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_LEGACY)
     };
     // SAFETY: ptr is a live managed tensor; the name is a static C string;
     // the destructor frees the tensor unless a consumer renamed the capsule.

@@ -5,10 +5,9 @@
 //! Python objects live here; each catches panics and reports failures as
 //! DLPack asks (a Python exception and -1, or `SetError` for the allocator).
 
-use crate::dlpack;
 use crate::engine::engine_of;
 use crate::handle::PyBlob;
-use blobcore::dlpack::{delete_tensor, DLManagedTensorVersioned, DLTensor, DLPACK_FLAG_BITMASK_IS_COPIED};
+use blobcore::dlpack::{delete_tensor, DLManagedTensorVersioned, DLTensor};
 use blobcore::dlpack_exchange::{
     DLPackExchangeAPI, DLPackExchangeAPIHeader, SetErrorFn, EXCHANGE_API_CAPSULE_NAME, EXCHANGE_API_VERSION,
 };
@@ -66,8 +65,7 @@ unsafe extern "C" fn from_py_object(py_object: *mut c_void, out: *mut *mut DLMan
         // SAFETY: a live Python object the caller holds a reference to.
         let obj = unsafe { Borrowed::from_ptr(py, py_object as *mut ffi::PyObject) };
         let blob = obj.cast::<PyBlob>().map_err(|_| PyTypeError::new_err("DLPack exchange: the object is not a blobcore.Blob"))?;
-        let (b, flags) = dlpack::exported(&blob.get().b, None, true)?;
-        let t = b.to_dlpack(flags & DLPACK_FLAG_BITMASK_IS_COPIED).map_err(|e| PyBufferError::new_err(e.to_string()))?;
+        let t = blob.get().b.to_dlpack_copy(None).map_err(|e| PyBufferError::new_err(e.to_string()))?;
         // SAFETY: `out` is a valid pointer (checked non-NULL) the caller owns.
         unsafe { *out = t.as_ptr() };
         Ok(())
