@@ -499,25 +499,24 @@ impl TensorDesc {
         if strides.len() != rank || !is_permutation(order, rank) {
             return Err(err!(Internal, "a planar view's order {order:?} is not a permutation of its {rank} dims"));
         }
+        // Sized up front and written by index: pushing would store and
+        // reload each length on every axis (this runs per strided view).
         let mut b = BlockingDesc {
-            blk_dims: Inline::new(),
-            order: Inline::new(),
+            blk_dims: smallvec::smallvec![0; rank],
+            order: Inline::from_slice(order),
             offset_padding: 0,
-            offsets_to_data: Inline::new(),
-            strides: Inline::new(),
+            offsets_to_data: smallvec::smallvec![0; rank],
+            strides: Inline::from_slice(strides),
         };
-        // One pass: the blocking's entries, what the negative strides
+        // One pass: the blocking's dims, what the negative strides
         // reach below element 0 (the base is the lowest element, as in
         // [`BlockingDesc::view`]) and the whole reach, which is the span
         // less one ([`BlockingDesc::span`] with no offsets to data).
         let overflow = || err!(Shape, "the view's memory span overflows");
         let (mut below, mut reach) = (0usize, 0usize);
-        for (&a, &s) in order.iter().zip(strides) {
+        for ((blk, &a), &s) in b.blk_dims.iter_mut().zip(order).zip(strides) {
             let d = dims[a];
-            b.blk_dims.push(d);
-            b.order.push(a);
-            b.offsets_to_data.push(0);
-            b.strides.push(s);
+            *blk = d;
             let r = d.saturating_sub(1).checked_mul(s.unsigned_abs()).ok_or_else(overflow)?;
             reach = reach.checked_add(r).ok_or_else(overflow)?;
             if s < 0 {
