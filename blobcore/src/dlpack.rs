@@ -358,6 +358,23 @@ impl Blob {
         self.copy()?.to_dlpack(DLPACK_FLAG_BITMASK_IS_COPIED)
     }
 
+    /// [`Blob::to_dlpack_copy`]'s rule for a legacy `DLManagedTensor`,
+    /// which has no flags: the same sharing and copying, and a read-only
+    /// blob that would be shared is `ReadOnly` (the struct cannot tell its
+    /// consumer not to write).
+    pub fn to_dlpack_legacy_copy(&self, copy: Option<bool>) -> Result<NonNull<DLManagedTensor>> {
+        if copy == Some(true) || (copy.is_none() && self.is_blocked()) {
+            return self.copy()?.to_dlpack_legacy();
+        }
+        if !self.is_writable() {
+            return Err(err!(
+                ReadOnly,
+                "a read-only blob cannot be exported as a legacy DLManagedTensor, which has no read-only flag; export a DLPack 1.x tensor, which can say so, or a copy"
+            ));
+        }
+        self.to_dlpack_legacy()
+    }
+
     /// Exports the blob as a legacy `DLManagedTensor` (no flags: a
     /// read-only blob's consumer is trusted not to write). The caller owns
     /// the result and frees it with its deleter.
@@ -633,6 +650,20 @@ mod tests {
         unsafe {
             assert_eq!(t.as_ref().flags, DLPACK_FLAG_BITMASK_IS_COPIED);
             delete_tensor(t.as_ptr());
+        }
+        // The legacy struct: the same rule; a shared read-only blob is refused.
+        assert_eq!(ro.to_dlpack_legacy_copy(None).unwrap_err().code(), crate::Error::ReadOnly(String::new()).code());
+        assert_eq!(blocked.to_dlpack_legacy_copy(Some(false)).unwrap_err().code(), 13);
+        for (src, copy, shared) in [(&b, None, true), (&b, Some(false), true), (&b, Some(true), false), (&ro, Some(true), false), (&blocked, None, false)] {
+            let t = src.to_dlpack_legacy_copy(copy).unwrap();
+            unsafe {
+                let data = t.as_ref().dl_tensor.data as *const f32;
+                if !src.is_blocked() {
+                    assert_eq!(std::ptr::eq(data as *const u8, src.export().unwrap().as_ptr()), shared);
+                }
+                assert_eq!(*data, if std::ptr::eq(src, &blocked) { 5.0 } else { 1.0 });
+                delete_legacy_tensor(t.as_ptr());
+            }
         }
     }
 

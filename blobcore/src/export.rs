@@ -112,11 +112,7 @@ impl Export {
             }
             None => {
                 out.resize(self.shape.len(), 0);
-                let mut acc = 1i64;
-                for (s, &d) in out.iter_mut().zip(&self.shape).rev() {
-                    *s = acc;
-                    acc = acc.saturating_mul(d.max(1) as i64);
-                }
+                crate::layout::fill_row_major_strides(&self.shape, 1, out);
             }
         }
     }

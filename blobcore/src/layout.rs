@@ -172,13 +172,33 @@ pub fn row_major_strides(dims: &[usize], unit: usize) -> Vec<isize> {
     strides
 }
 
+/// The integers strides are written as: `isize` inside blobcore, `i64`
+/// in DLPack's tensors (the same width on the 64-bit targets blobcore
+/// builds for).
+pub(crate) trait StrideInt: Copy {
+    /// `v` in this type.
+    fn of(v: isize) -> Self;
+}
+
+impl StrideInt for isize {
+    fn of(v: isize) -> Self {
+        v
+    }
+}
+
+impl StrideInt for i64 {
+    fn of(v: isize) -> Self {
+        v as i64
+    }
+}
+
 /// [`row_major_strides`] written into `out` (as long as `dims`), for
 /// callers that keep strides inline.
 #[inline]
-pub(crate) fn fill_row_major_strides(dims: &[usize], unit: usize, out: &mut [isize]) {
+pub(crate) fn fill_row_major_strides<T: StrideInt>(dims: &[usize], unit: usize, out: &mut [T]) {
     let mut acc = unit as isize;
     for (s, &d) in out.iter_mut().zip(dims).rev() {
-        *s = acc;
+        *s = T::of(acc);
         acc = acc.saturating_mul(d.max(1) as isize);
     }
 }

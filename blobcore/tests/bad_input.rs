@@ -244,6 +244,8 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack(0).map(|_| ());
         UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack_legacy().map(|_| ());
         UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack_copy(Some(false)).map(|_| ());
+        UNSUPPORTED, "blocked", |f| f.blocked.to_dlpack_legacy_copy(Some(false)).map(|_| ());
+        READ_ONLY, "legacy", |f| read_only(&f.e).to_dlpack_legacy_copy(None).map(|_| ());
         NULL_POINTER, "NULL", |f| unsafe { Blob::from_dlpack(&f.e, std::ptr::null_mut(), None) };
         NULL_POINTER, "NULL", |f| unsafe { Blob::from_dlpack_legacy(&f.e, std::ptr::null_mut(), None) };
         // NeoML archive forms.

@@ -40,11 +40,7 @@ pub extern "C" fn blob_to_dlpack(b: *mut Blob, flags: u32, out_tensor: *mut *mut
 pub extern "C" fn blob_to_dlpack_legacy(b: *mut Blob, out_tensor: *mut *mut DLManagedTensor) -> i32 {
     ffi!({
         let o = out(out_tensor, "out")?;
-        let b = handles::blob(b, "blob")?;
-        if !b.is_writable() {
-            return Err(Error::ReadOnly("a read-only blob cannot be exported as a legacy DLManagedTensor, which has no read-only flag; use blob_to_dlpack".into()));
-        }
-        put(o, b.to_dlpack_legacy()?.as_ptr());
+        put(o, handles::blob(b, "blob")?.to_dlpack_legacy_copy(Some(false))?.as_ptr());
         Ok(())
     })
 }

@@ -37,22 +37,21 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 
 /// A DLPack capsule of `b` for `__dlpack__(copy=copy)`: versioned (the
 /// core's `to_dlpack_copy`, which decides sharing and copying) or legacy
-/// (for consumers without `max_version`: the same copy rule; a read-only
-/// blob, which the legacy struct cannot mark, is refused). Failures are
-/// BufferErrors (the array API's word).
+/// (for consumers without `max_version`: `to_dlpack_legacy_copy`, the
+/// same rule; a read-only blob, which the legacy struct cannot mark, is
+/// refused). Failures are BufferErrors (the array API's word).
 pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, copy: Option<bool>) -> PyResult<Py<PyAny>> {
     let buffer_err = |e: Error| pyo3::exceptions::PyBufferError::new_err(e.to_string());
     let (ptr, name) = if versioned {
         (b.to_dlpack_copy(copy).map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_VERSIONED)
     } else {
-        let copied = copy == Some(true) || (copy.is_none() && b.is_blocked());
-        let out = if copied { b.copy().map_err(buffer_err)? } else { b.clone() };
-        if !out.is_writable() {
-            return Err(pyo3::exceptions::PyBufferError::new_err(
+        let t = b.to_dlpack_legacy_copy(copy).map_err(|e| match e {
+            Error::ReadOnly(_) => pyo3::exceptions::PyBufferError::new_err(
                 "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
-            ));
-        }
-        (out.to_dlpack_legacy().map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_LEGACY)
+            ),
+            e => buffer_err(e),
+        })?;
+        (t.as_ptr() as *mut c_void, NAME_LEGACY)
     };
     // SAFETY: ptr is a live managed tensor; the name is a static C string;
     // the destructor frees the tensor unless a consumer renamed the capsule.

@@ -386,6 +386,13 @@ def test_reversed_and_stepped_views_are_numpy_views(dims, data):
     if n.size:
         assert np.shares_memory(np.asarray(v), n)
         assert np.shares_memory(np.from_dlpack(v), n)
+        # DLPack's own shape and strides carry the values (either sign of
+        # stride); copy=True hands over a copy of them, copy=False shares.
+        np.testing.assert_array_equal(np.from_dlpack(v), n)
+        c = np.from_dlpack(v, copy=True)
+        np.testing.assert_array_equal(c, n)
+        assert not np.shares_memory(c, n)
+        assert np.shares_memory(np.from_dlpack(v, copy=False), n)
         assert np.shares_memory(np.asarray(memoryview(v)), n)
         m = memoryview(v)  # the buffer's own shape and strides, not only NumPy's reading of them
         assert (m.shape, m.ndim, m.itemsize) == (n.shape, n.ndim, 4)
