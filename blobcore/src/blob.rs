@@ -15,6 +15,7 @@ use crate::dtype::{DType, Element};
 use crate::engine::Engine;
 use crate::error::{err, Error, Result};
 use crate::layout::TensorDesc;
+use crate::placement::Placement;
 use crate::shape::{BlobDim, Shape};
 use crate::storage::{Borrow, Head, ReleaseFn, Storage};
 use std::fmt;
@@ -52,9 +53,44 @@ pub(crate) struct State {
     /// Elements available from `offset` (Caffe's capacity).
     pub(crate) capacity: usize,
     pub(crate) view: Option<View>,
-    /// A non-default layout (blocked, strided, padded, a region); None for
-    /// dense row-major data, which is what every fast path assumes.
-    pub(crate) desc: Option<Box<TensorDesc>>,
+    /// Dense row-major (what every fast path assumes), or a non-default
+    /// layout (blocked, strided, padded, a region). Read it through
+    /// [`State::desc`] and the other accessors below.
+    pub(crate) placement: Placement,
+}
+
+impl State {
+    /// The desc of a non-default layout (None for dense row-major data);
+    /// a strided view's is built on first use.
+    #[inline]
+    pub(crate) fn desc(&self) -> Option<&TensorDesc> {
+        self.placement.desc(self.shape.dims())
+    }
+
+    /// True for dense row-major data.
+    #[inline]
+    pub(crate) fn is_dense(&self) -> bool {
+        self.placement.is_dense()
+    }
+
+    /// The desc of a blocked layout (no per-dim strides describe it).
+    #[inline]
+    pub(crate) fn blocked(&self) -> Option<&TensorDesc> {
+        self.placement.blocked()
+    }
+
+    /// Elements of memory from the base that the data reaches.
+    #[inline]
+    pub(crate) fn span(&self) -> Result<usize> {
+        self.placement.span(self.shape.dims())
+    }
+
+    /// The element strides of the logical dims and element 0's offset
+    /// from the base; None for blocked layouts.
+    #[inline]
+    pub(crate) fn planar_strides(&self) -> Option<(crate::index::Axes<isize>, usize)> {
+        self.placement.planar_strides(self.shape.dims())
+    }
 }
 
 pub(crate) struct View {
@@ -284,7 +320,7 @@ impl Blob {
     /// The state (read-locked) and the byte range of a dense blob's elements.
     fn dense_bytes(&self) -> Result<(StateRef<'_>, usize, usize)> {
         let st = self.state();
-        if st.desc.is_some() {
+        if !st.is_dense() {
             return Err(needs_dense());
         }
         let es = self.inner.dtype.size();
@@ -413,7 +449,7 @@ impl Blob {
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
         let bytes = shape.byte_size(dtype)?;
         let capacity = shape.count();
-        let state = State { shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, capacity, view: None, desc: None };
+        let state = State { shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, capacity, view: None, placement: Placement::Dense };
         Ok(Blob::from_parts(engine, dtype, state, companion))
     }
 
@@ -430,7 +466,7 @@ impl Blob {
             .checked_mul(desc.dtype().size())
             .filter(|&b| isize::try_from(b).is_ok())
             .ok_or_else(|| err!(Shape, "{desc} needs more memory than can be addressed"))?;
-        let state = State { capacity: shape.count(), shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, view: None, desc: Some(Box::new(desc.clone())) };
+        let state = State { capacity: shape.count(), shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, view: None, placement: Placement::Desc(Box::new(desc.clone())) };
         Ok(Blob::from_parts(engine, desc.dtype(), state, false))
     }
 
@@ -626,7 +662,7 @@ impl Blob {
 
     fn on_storage(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, byte_len: usize) -> Blob {
         let capacity = byte_len / dtype.size();
-        let state = State { shape, storage, offset: 0, capacity, view: None, desc: None };
+        let state = State { shape, storage, offset: 0, capacity, view: None, placement: Placement::Dense };
         Blob::from_parts(engine, dtype, state, false)
     }
 
@@ -671,7 +707,7 @@ impl Blob {
 
     pub(crate) fn snapshot(&self) -> Region {
         let st = self.state();
-        Region { dense: st.desc.is_none(), storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype }
+        Region { dense: st.is_dense(), storage: Arc::clone(&st.storage), offset: st.offset, shape: st.shape.clone(), dtype: self.inner.dtype }
     }
 
     pub(crate) fn check_dtype<T: Element>(&self) -> Result<()> {
@@ -742,8 +778,8 @@ impl Blob {
     /// dense row-major with the layout `layout_by_dims` gives).
     pub fn desc(&self) -> TensorDesc {
         let st = self.state();
-        match &st.desc {
-            Some(d) => (**d).clone(),
+        match st.desc() {
+            Some(d) => d.clone(),
             // A Shape is always a valid dense desc (rank and count checked).
             None => TensorDesc::dense(self.dtype(), st.shape.dims()).unwrap_or_else(|_| unreachable_desc()),
         }
@@ -752,7 +788,7 @@ impl Blob {
     /// The blob's layout (OpenVINO's enum).
     pub fn layout(&self) -> crate::layout::Layout {
         let st = self.state();
-        match &st.desc {
+        match st.desc() {
             Some(d) => d.layout(),
             None => crate::layout::layout_by_dims(st.shape.rank()),
         }
@@ -761,14 +797,14 @@ impl Blob {
     /// True for dense row-major data (what every operation accepts);
     /// false for blocked, strided, padded layouts and regions.
     pub fn is_dense(&self) -> bool {
-        self.state().desc.is_none()
+        self.state().is_dense()
     }
 
     /// True for blocked layouts (a dim split into blocks, as nChw8c): no
     /// per-dim strides describe them, so NumPy, DLPack and the buffer
     /// protocol get a copy of their logical values.
     pub fn is_blocked(&self) -> bool {
-        self.state().desc.as_ref().is_some_and(|d| !d.is_planar())
+        self.state().blocked().is_some()
     }
 
     /// True when the blob's elements take at most 16 KiB, so that a
@@ -869,7 +905,7 @@ impl Blob {
     /// read where the layout puts it (one element, whatever the layout).
     fn element_f64(&self, at: usize) -> Result<f64> {
         let st = self.state();
-        let element = match &st.desc {
+        let element = match st.desc() {
             None if at >= st.shape.count() => return Err(err!(Internal, "offset {at} past the data")),
             None => st.offset + at,
             Some(d) => st.offset + d.offset_linear(at)?,
@@ -977,7 +1013,7 @@ impl Blob {
         shape.byte_size(self.dtype())?;
         let diff = mutex(&self.inner.diff).clone();
         let mut st = self.state_mut();
-        if st.desc.is_some() {
+        if !st.is_dense() {
             return Err(err!(Unsupported, "cannot reshape a blob with a non-default layout; reorder it into a dense blob first"));
         }
         if st.view.is_some() && shape.count() != st.shape.count() {
@@ -1044,7 +1080,7 @@ impl Blob {
         let shape = Shape::new(dims)?;
         let diff = mutex(&self.inner.diff).clone();
         let mut st = self.state_mut();
-        if st.desc.is_some() {
+        if !st.is_dense() {
             return Err(err!(Unsupported, "cannot reinterpret a blob with a non-default layout; reorder it into a dense blob first"));
         }
         if shape.count() != st.shape.count() {
@@ -1087,7 +1123,7 @@ impl Blob {
             return Err(err!(DType, "cannot share {} memory with a {} blob", other.dtype(), self.dtype()));
         }
         let src = other.snapshot();
-        if !src.dense || self.state().desc.is_some() {
+        if !src.dense || !self.state().is_dense() {
             return Err(needs_dense());
         }
         let mut st = self.state_mut();

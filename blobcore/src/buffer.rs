@@ -20,7 +20,7 @@ impl Blob {
         let st = self.state();
         let (offset, len) = crate::raw::span_of(&st)?;
         if pos.checked_add(size).is_none_or(|end| end > len) {
-            let what = if st.desc.is_none() { "elements" } else { "elements of raw memory" };
+            let what = if st.is_dense() { "elements" } else { "elements of raw memory" };
             return Err(err!(OutOfRange, "buffer [{pos}, {pos}+{size}) exceeds the blob's {len} {what}"));
         }
         Ok(crate::blob::Region {

@@ -27,6 +27,7 @@
 //! comes back as a blob on the exported storage, as a view would: no
 //! second wrap of the memory, and the export is freed at once.
 
+use crate::placement::Placement;
 use crate::blob::Blob;
 use crate::dtype::DType;
 use crate::engine::Engine;
@@ -569,7 +570,7 @@ fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonN
         offset: start / dtype.size(),
         capacity: count,
         view: None,
-        desc: None,
+        placement: Placement::Dense,
     };
     Some(Blob::from_state(engine, dtype, state))
 }

@@ -81,7 +81,7 @@ impl Blob {
             index[a] = crate::index::position(i, a, n)?;
         }
         let index = &index[..dims.len()];
-        let element = match &st.desc {
+        let element = match st.desc() {
             None => st.shape.offset(index)?,
             Some(d) => d.offset_index(index)?,
         };

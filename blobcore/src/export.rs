@@ -148,23 +148,20 @@ impl Blob {
         // single read lock (no clone of the layout), then the storage is
         // pinned without it.
         let st = self.state();
-        let Some(desc) = st.desc.as_ref() else {
+        if st.is_dense() {
             let (storage, offset) = (Arc::clone(&st.storage), st.offset);
             let shape = st.shape.dims().iter().copied().collect();
             drop(st);
             return self.export_region(storage, offset, shape, write, write);
-        };
-        let Some((strides, base)) = desc.planar_strides() else {
-            return Err(err!(
-                Unsupported,
-                "a blocked layout ({}) cannot be exported as a strided array; reorder it into a dense blob first",
-                desc.layout()
-            ));
+        }
+        let Some((strides, base)) = st.planar_strides() else {
+            let layout = st.desc().map_or(crate::layout::Layout::Blocked, |d| d.layout());
+            return Err(err!(Unsupported, "a blocked layout ({layout}) cannot be exported as a strided array; reorder it into a dense blob first"));
         };
         let es = self.dtype().size();
-        let span = desc.span()?.saturating_sub(base) * es;
+        let span = st.span()?.saturating_sub(base) * es;
         let start = (st.offset + base) * es;
-        let dims: SmallVec<[usize; 8]> = desc.dims().iter().copied().collect();
+        let dims: SmallVec<[usize; 8]> = st.shape.dims().iter().copied().collect();
         let storage = Arc::clone(&st.storage);
         drop(st);
         if start + span > storage.len() {

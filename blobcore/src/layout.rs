@@ -508,50 +508,28 @@ impl TensorDesc {
 
     /// A planar strided desc, boxed, for a view: logical dim `order[i]`
     /// is the blocked dim `i`, of its full size, at element stride
-    /// `strides[i]` (either sign). `order` must be a permutation of the
-    /// dims (checked). Built in place with the span checked once: this
-    /// runs on every strided view's creation (`b.T`, `b[::2]`), where
-    /// [`TensorDesc::with_blocking`]'s general checks and moves of the
-    /// desc cost more than the rest of the view. Returns the desc and its
-    /// span ([`TensorDesc::span`]).
-    pub(crate) fn planar_view(dtype: DType, dims: &[usize], order: &[usize], strides: &[isize]) -> Result<(Box<TensorDesc>, usize)> {
+    /// `strides[i]` (either sign), with its base `below` elements under
+    /// element 0. The caller has checked it: `order` is a permutation of
+    /// the dims, `strides` as long, and [`strided_span`] of them gave
+    /// `below` (so nothing here can overflow); in place of
+    /// [`TensorDesc::with_blocking`]'s general checks, which a property
+    /// test compares it with (`a_strided_placement_is_the_general_desc`).
+    /// Sized up front and written by index: pushing would store and
+    /// reload each length on every axis.
+    pub(crate) fn planar_of_checked(dtype: DType, dims: &[usize], order: &[usize], strides: &[isize], below: usize) -> Box<TensorDesc> {
         let rank = dims.len();
-        if strides.len() != rank || !is_permutation(order, rank) {
-            return Err(err!(Internal, "a planar view's order {order:?} is not a permutation of its {rank} dims"));
-        }
-        // Sized up front and written by index: pushing would store and
-        // reload each length on every axis (this runs per strided view).
         let mut b = BlockingDesc {
             blk_dims: smallvec::smallvec![0; rank],
             order: Inline::from_slice(order),
-            offset_padding: 0,
+            offset_padding: below,
             offsets_to_data: smallvec::smallvec![0; rank],
             strides: Inline::from_slice(strides),
         };
-        // One pass: the blocking's dims, what the negative strides
-        // reach below element 0 (the base is the lowest element, as in
-        // [`BlockingDesc::view`]) and the whole reach, which is the span
-        // less one ([`BlockingDesc::span`] with no offsets to data).
-        let overflow = || err!(Shape, "the view's memory span overflows");
-        let (mut below, mut reach) = (0usize, 0usize);
-        for ((blk, &a), &s) in b.blk_dims.iter_mut().zip(order).zip(strides) {
-            let d = dims[a];
-            *blk = d;
-            let r = d.saturating_sub(1).checked_mul(s.unsigned_abs()).ok_or_else(overflow)?;
-            reach = reach.checked_add(r).ok_or_else(overflow)?;
-            if s < 0 {
-                below += r; // <= reach
-            }
+        for (blk, &a) in b.blk_dims.iter_mut().zip(order) {
+            *blk = dims[a];
         }
-        let span = if dims.contains(&0) {
-            0
-        } else {
-            b.offset_padding = below;
-            reach.checked_add(1).filter(|&e| i64::try_from(e).is_ok()).ok_or_else(overflow)?
-        };
-        debug_assert_eq!(b.span().ok(), Some(span));
         let layout = infer_layout(dims, &b);
-        Ok((Box::new(TensorDesc { dtype, dims: dims.into(), layout, blocking: b }), span))
+        Box::new(TensorDesc { dtype, dims: dims.into(), layout, blocking: b })
     }
 
     /// A desc from all its parts ([`BlockingDesc::from_parts`]): the
@@ -753,6 +731,29 @@ pub(crate) fn is_permutation(axes: &[usize], rank: usize) -> bool {
             seen |= bit;
             fresh
         })
+}
+
+/// The memory a strided view of `(dim, element stride)` axes reaches:
+/// the elements its negative strides reach below element 0 (where its
+/// base, the lowest element, lies) and its span, the whole reach plus
+/// one (0 for an empty view, whose base is element 0, whatever its
+/// strides). Overflow, or a span past `i64`, is a `Shape` error. The order of the axes does not
+/// matter.
+pub(crate) fn strided_span(axes: impl Iterator<Item = (usize, isize)> + Clone) -> Result<(usize, usize)> {
+    if axes.clone().any(|(d, _)| d == 0) {
+        return Ok((0, 0)); // no element, whatever the strides
+    }
+    let overflow = || err!(Shape, "the view's memory span overflows");
+    let (mut below, mut reach) = (0usize, 0usize);
+    for (d, s) in axes {
+        let r = (d - 1).checked_mul(s.unsigned_abs()).ok_or_else(overflow)?;
+        reach = reach.checked_add(r).ok_or_else(overflow)?;
+        if s < 0 {
+            below += r; // <= reach
+        }
+    }
+    let span = reach.checked_add(1).filter(|&e| i64::try_from(e).is_ok()).ok_or_else(overflow)?;
+    Ok((below, span))
 }
 
 fn infer_layout(dims: &[usize], b: &BlockingDesc) -> Layout {

@@ -58,6 +58,7 @@ pub mod layout;
 pub mod mapped;
 pub mod ops;
 pub(crate) mod overlap;
+pub(crate) mod placement;
 pub mod shape;
 pub mod share;
 #[cfg(unix)]

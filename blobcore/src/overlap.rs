@@ -70,7 +70,7 @@ impl Footprint {
         let mut map: SmallVec<[(u128, u128); 8]> = SmallVec::new();
         let mut start = st.offset as u128 * es;
         let empty = st.shape.count() == 0;
-        match &st.desc {
+        match st.desc() {
             None => {
                 let n = st.shape.count() as u128;
                 if n > 1 {

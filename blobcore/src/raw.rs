@@ -5,6 +5,7 @@
 //! padding and offset padding included. Strided views of another blob
 //! (regions, NumPy-indexed or transposed views) own no span and refuse.
 
+use crate::placement::Placement;
 use crate::blob::{Blob, State, View, ViewKind};
 use crate::error::{err, Result};
 use crate::shape::Shape;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 /// The span `[offset, offset + len)` (in elements of the storage) that
 /// the blob in state `st` owns, or why it owns none.
 pub(crate) fn span_of(st: &State) -> Result<(usize, usize)> {
-    match &st.desc {
+    match st.desc() {
         None => Ok((st.offset, st.shape.count())),
         Some(d) => {
             if let Some(v) = &st.view {
@@ -56,7 +57,7 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Indexed }),
-            desc: None,
+            placement: Placement::Dense,
         };
         Ok(self.derived(state))
     }

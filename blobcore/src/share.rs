@@ -19,6 +19,7 @@
 //! Shared memory cannot be reallocated: growing a shared blob beyond its
 //! capacity is `Busy` (other processes would keep the old memory).
 
+use crate::placement::Placement;
 use crate::blob::{needs_dense, Blob, State};
 use crate::dtype::DType;
 use crate::engine::Engine;
@@ -298,8 +299,8 @@ impl Blob {
     pub fn shared_handle(&self) -> Result<SharedHandle> {
         let (storage, offset, desc) = {
             let st = self.state();
-            let desc = match &st.desc {
-                Some(d) => (**d).clone(),
+            let desc = match st.desc() {
+                Some(d) => d.clone(),
                 None => TensorDesc::dense(self.dtype(), st.shape.dims())?,
             };
             (Arc::clone(&st.storage), st.offset, desc)
@@ -384,7 +385,7 @@ impl Blob {
             offset: (offset / es) as usize,
             capacity: count,
             view: None,
-            desc: if desc.is_dense() { None } else { Some(Box::new(desc.clone())) },
+            placement: if desc.is_dense() { Placement::Dense } else { Placement::Desc(Box::new(desc.clone())) },
         };
         Ok(Blob::from_state(engine, dtype, state))
     }

@@ -4,6 +4,7 @@
 //! parent handle never invalidates a view (unlike NeoML). Positions are
 //! bounds-checked, negative ones included.
 
+use crate::placement::Placement;
 use crate::blob::{non_negative, Blob, State, View, ViewKind};
 use crate::layout::TensorDesc;
 use crate::error::{err, Result};
@@ -33,7 +34,7 @@ impl Blob {
             ));
         }
         let row = st.shape.count() / dim0;
-        if st.desc.is_some() {
+        if !st.is_dense() {
             // Any layout: the view b[0:size], moved by set_parent_pos.
             drop(st);
             return self.window_view(0, size, row);
@@ -45,7 +46,7 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Window { pos: 0, rows: size, row } }),
-            desc: None,
+            placement: Placement::Dense,
         };
         drop(st);
         Ok(self.derived(state))
@@ -67,7 +68,7 @@ impl Blob {
     /// to the rank (a scalar view).
     pub fn slice(&self, index: &[usize]) -> Result<Blob> {
         let st = self.state();
-        if st.desc.is_some() {
+        if !st.is_dense() {
             // Any layout: the view of NumPy's b[i, j, ...].
             drop(st);
             if index.len() > self.rank() {
@@ -93,7 +94,7 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset: st.offset + offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Slice { index: index.to_vec() } }),
-            desc: None,
+            placement: Placement::Dense,
         };
         drop(st);
         Ok(self.derived(state))
@@ -106,8 +107,8 @@ impl Blob {
     /// start inside a block). Every operation takes the result.
     pub fn region(&self, begin: &[usize], end: &[usize]) -> Result<Blob> {
         let st = self.state();
-        let desc = match &st.desc {
-            Some(d) => (**d).clone(),
+        let desc = match st.desc() {
+            Some(d) => d.clone(),
             None => TensorDesc::dense(self.dtype(), st.shape.dims())?,
         };
         if !desc.is_planar() {
@@ -133,7 +134,7 @@ impl Blob {
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: self.clone(), kind: ViewKind::Region { begin: begin.to_vec() } }),
-            desc: if r.is_dense() { None } else { Some(Box::new(r)) },
+            placement: if r.is_dense() { Placement::Dense } else { Placement::Desc(Box::new(r)) },
         };
         drop(st);
         Ok(self.derived(state))
@@ -216,7 +217,7 @@ impl Blob {
                 pst.shape
             ));
         }
-        if pst.desc.is_some() {
+        if !pst.is_dense() {
             // A window of a strided or laid-out parent: rebuilt as the
             // view of rows [pos, pos + rows).
             drop(pst);
@@ -224,7 +225,7 @@ impl Blob {
             let vs = v.state();
             let old = std::mem::replace(&mut st.storage, Arc::clone(&vs.storage));
             st.offset = vs.offset;
-            st.desc = vs.desc.clone();
+            st.placement = vs.placement.clone();
             if let Some(View { kind: ViewKind::Window { pos: p, .. }, .. }) = &mut st.view {
                 *p = pos;
             }

@@ -72,7 +72,7 @@ impl Blob {
     pub fn for_each_chunk(&self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let es = self.dtype().size();
         let st = self.state();
-        let planar = match &st.desc {
+        let planar = match st.desc() {
             None => None,
             Some(d) => match d.planar_strides() {
                 Some((strides, origin)) => Some((d.span()?, strides, origin)),

@@ -132,8 +132,8 @@ struct Extent {
 
 fn extent(b: &Blob) -> Result<Extent> {
     let st = b.state();
-    let desc = match &st.desc {
-        Some(d) => (**d).clone(),
+    let desc = match st.desc() {
+        Some(d) => d.clone(),
         None => TensorDesc::dense(b.dtype(), st.shape.dims())?,
     };
     let (storage, offset) = (Arc::clone(&st.storage), st.offset);

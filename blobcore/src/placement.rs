@@ -1,0 +1,182 @@
+//! Where a blob's elements lie relative to its base: dense row-major, a
+//! full [`TensorDesc`] (blocked, padded, a region), or a strided view
+//! whose desc is built only when something asks for it.
+//!
+//! Strided views (`b.T`, `b[::2, 1]`) are the per-call hot path of
+//! indexing: they keep their element strides inline and build the planar
+//! desc they stand for on first use ([`Placement::desc`]), so that making
+//! a view, indexing it again or exporting it never builds one. Whatever
+//! reads the desc sees the same desc an eager build gives (unit test
+//! `a_strided_placement_reads_as_its_desc`).
+
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::index::Axes;
+use crate::layout::TensorDesc;
+use std::sync::OnceLock;
+
+/// A blob state's layout (see the module docs).
+#[derive(Clone)]
+pub(crate) enum Placement {
+    /// Dense row-major from the state's offset: what every fast path takes.
+    Dense,
+    /// A non-default layout, described in full.
+    Desc(Box<TensorDesc>),
+    /// A planar strided view (either sign, gaps allowed).
+    Strided(Strided),
+}
+
+/// A strided view's element strides and what they reach, checked when made.
+#[derive(Clone)]
+pub(crate) struct Strided {
+    dtype: DType,
+    /// Element strides of the logical dims, in their order.
+    strides: Axes<isize>,
+    /// Elements the negative strides reach below element 0: element 0's
+    /// offset from the base, which is the lowest element.
+    origin: usize,
+    /// Elements of memory from the base the view reaches.
+    span: usize,
+    /// The planar desc, built on first use.
+    desc: OnceLock<Box<TensorDesc>>,
+}
+
+impl Strided {
+    /// The strided view of `dims` at element `strides` (as long as the
+    /// dims); `Shape` error when its memory span overflows.
+    /// Axes of length 0 or 1 get stride 1, as the eager desc gives them
+    /// (no element sits one step along them).
+    pub(crate) fn new(dtype: DType, dims: &[usize], mut strides: Axes<isize>) -> Result<Strided> {
+        debug_assert_eq!(dims.len(), strides.len());
+        for (s, &d) in strides.iter_mut().zip(dims) {
+            if d <= 1 {
+                *s = 1;
+            }
+        }
+        let (origin, span) = crate::layout::strided_span(dims.iter().copied().zip(strides.iter().copied()))?;
+        Ok(Strided { dtype, strides, origin, span, desc: OnceLock::new() })
+    }
+
+    /// Element 0's offset from the base.
+    pub(crate) fn origin(&self) -> usize {
+        self.origin
+    }
+
+    /// Elements of memory from the base.
+    pub(crate) fn span(&self) -> usize {
+        self.span
+    }
+
+    /// The planar desc of this view of `dims` (the state's shape).
+    fn desc(&self, dims: &[usize]) -> &TensorDesc {
+        // `new` checked the span of these axes (their order does not
+        // change it, and length-1 axes reach nothing at any stride).
+        self.desc.get_or_init(|| crate::index::strided_desc_checked(self.dtype, dims, &self.strides, self.origin))
+    }
+}
+
+impl Placement {
+    /// The desc of a non-default layout of `dims` (None for dense data).
+    #[inline]
+    pub(crate) fn desc(&self, dims: &[usize]) -> Option<&TensorDesc> {
+        match self {
+            Placement::Dense => None,
+            Placement::Desc(d) => Some(d),
+            Placement::Strided(s) => Some(s.desc(dims)),
+        }
+    }
+
+    /// True for dense row-major data.
+    #[inline]
+    pub(crate) fn is_dense(&self) -> bool {
+        matches!(self, Placement::Dense)
+    }
+
+    /// The desc of a blocked layout (a dim split into blocks), which no
+    /// per-dim strides describe.
+    #[inline]
+    pub(crate) fn blocked(&self) -> Option<&TensorDesc> {
+        match self {
+            Placement::Desc(d) if !d.is_planar() => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Elements of memory from the base that data of `dims` in this
+    /// layout reaches ([`TensorDesc::span`]).
+    #[inline]
+    pub(crate) fn span(&self, dims: &[usize]) -> Result<usize> {
+        match self {
+            Placement::Dense => Ok(dims.iter().product()),
+            Placement::Desc(d) => d.span(),
+            Placement::Strided(s) => Ok(s.span),
+        }
+    }
+
+    /// The element strides of the logical `dims` and element 0's offset
+    /// from the base (row-major and 0 for dense data); None for blocked
+    /// layouts.
+    #[inline]
+    pub(crate) fn planar_strides(&self, dims: &[usize]) -> Option<(Axes<isize>, usize)> {
+        match self {
+            Placement::Dense => {
+                let mut s: Axes<isize> = smallvec::smallvec![0; dims.len()];
+                crate::layout::fill_row_major_strides(dims, 1, &mut s);
+                Some((s, 0))
+            }
+            Placement::Strided(s) => Some((s.strides.clone(), s.origin)),
+            Placement::Desc(d) => d.planar_strides().map(|(s, o)| (s.into_iter().collect(), o)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::BlockingDesc;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(29), ..ProptestConfig::default() })]
+
+        /// A strided placement, its desc built lazily in one pass, reads
+        /// as the desc the general constructors give
+        /// ([`BlockingDesc::view`] + [`TensorDesc::with_blocking`]) for
+        /// any dims (zeros and ones included) and strides of either sign:
+        /// same desc, span, origin and planar strides; both refuse the
+        /// same overflowing spans.
+        #[test]
+        fn a_strided_placement_is_the_general_desc(
+            axes in proptest::collection::vec((0usize..5, -4096isize..4096), 0..10),
+            huge in proptest::option::of(prop_oneof![Just(isize::MAX / 3), Just(isize::MIN), Just(-(isize::MAX / 3))]),
+        ) {
+            let dims: Vec<usize> = axes.iter().map(|a| a.0).collect();
+            let strides: Axes<isize> = axes.iter().enumerate().map(|(i, a)| match huge {
+                Some(h) if i == 0 => h,
+                _ => a.1,
+            }).collect();
+            let rank = dims.len();
+            let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
+            order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
+            order.extend((0..rank).filter(|&a| dims[a] <= 1));
+            let blk: Axes<usize> = order.iter().map(|&a| dims[a]).collect();
+            let st: Axes<isize> = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+            let general = BlockingDesc::view(&blk, &order, &st)
+                .and_then(|b| TensorDesc::with_blocking(DType::F16, &dims, b))
+                .and_then(|d| d.span().map(|s| (d, s)));
+            match (Strided::new(DType::F16, &dims, strides.clone()), general) {
+                (Ok(s), Ok((want, want_span))) => {
+                    prop_assert_eq!(s.span(), want_span);
+                    prop_assert_eq!(s.origin(), want.origin());
+                    let p = Placement::Strided(s);
+                    prop_assert_eq!(p.span(&dims).ok(), Some(want_span));
+                    prop_assert_eq!(p.planar_strides(&dims).map(|(s, o)| (s.to_vec(), o)), want.planar_strides());
+                    prop_assert_eq!(p.desc(&dims), Some(&want));
+                    prop_assert!(p.blocked().is_none() && !p.is_dense());
+                }
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "lazy {:?} but general {:?}", a.map(|s| s.span()), b.map(|d| d.1)),
+            }
+        }
+    }
+}
