@@ -189,6 +189,74 @@ fn any_layout_operations_from_many_threads() {
     }
 }
 
+/// A strided view builds its desc on first use: many threads asking a
+/// fresh view for it at once (desc, layout, export, a dense copy, an
+/// element, a view of the view) all see the one desc an eager build gives
+/// and the same values, under a watchdog, many fresh views in a row.
+#[test]
+fn a_strided_views_desc_is_built_once_from_many_threads() {
+    use blobcore::{Index, TensorDesc};
+    let e = Engine::cpu();
+    let dims = [3usize, 4, 5];
+    let values: Vec<f32> = (0..60).map(|i| i as f32).collect();
+    let parent = Blob::from_slice(&e, &dims, &values).unwrap();
+    let t0 = Instant::now();
+    for round in 0..50 {
+        let step = Index::Range { start: None, stop: None, step: Some(-2) };
+        let view = match round % 2 {
+            0 => parent.permuted_view(&[2, 0, 1]).unwrap(),
+            _ => parent.index(&[step, Index::ALL, Index::At(1)]).unwrap(),
+        };
+        // Row-major element 1 of the view.
+        let second: Vec<i64> = (1..view.rank()).map(|_| 0).chain([1]).collect();
+        let start = Arc::new(Barrier::new(THREADS));
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (view, start, second) = (view.clone(), Arc::clone(&start), second.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let seen: (TensorDesc, Vec<f32>, f64) = match t % 4 {
+                        0 => (view.desc(), retry(|| view.to_dense()).to_vec().unwrap(), view.get_element(&second).unwrap().to_f64()),
+                        1 => {
+                            let l = view.layout();
+                            let d = view.desc();
+                            assert_eq!(d.layout(), l);
+                            (d, retry(|| view.copy()).to_vec().unwrap(), view.get_element(&second).unwrap().to_f64())
+                        }
+                        2 => {
+                            let x = retry(|| view.export());
+                            drop(x);
+                            (view.desc(), retry(|| view.to_dense()).to_vec().unwrap(), view.get_element(&second).unwrap().to_f64())
+                        }
+                        _ => {
+                            let w = view.index(&[Index::ALL]).unwrap();
+                            (view.desc(), retry(|| w.to_dense()).to_vec().unwrap(), w.get_element(&second).unwrap().to_f64())
+                        }
+                    };
+                    seen
+                })
+            })
+            .collect();
+        while !handles.iter().all(|h| h.is_finished()) {
+            assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: a thread did not finish");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let seen: Vec<_> = handles.into_iter().map(|h| h.join().expect("no thread panicked")).collect();
+        // The oracle: the values by their index arithmetic, the desc rebuilt
+        // from the same strides by the general constructor.
+        let want: Vec<f32> = match round % 2 {
+            0 => (0..5).flat_map(|k| (0..3).flat_map(move |i| (0..4).map(move |j| (i * 20 + j * 5 + k) as f32))).collect(),
+            _ => [2usize, 0].iter().flat_map(|&i| (0..4).map(move |j| (i * 20 + j * 5 + 1) as f32)).collect(),
+        };
+        for (d, v, x) in &seen {
+            assert_eq!(d, &seen[0].0);
+            assert_eq!(d.dims(), view.dims());
+            assert_eq!(v, &want, "round {round}");
+            assert_eq!(*x as f32, want[1]);
+        }
+    }
+}
+
 /// Shared memory from many threads (issue 31): one thread's
 /// `share_memory` races the others' views, fills, handles and rebuilt
 /// blobs of the same blob. Only Busy (memory in use) or InvalidArgument
