@@ -656,6 +656,7 @@ impl Blob {
     }
 
     /// A blob (not a view) with this state.
+    #[inline(always)] // builds the state in place, as `derived` does
     pub(crate) fn from_state(engine: &Engine, dtype: DType, state: State) -> Blob {
         Blob::from_parts(engine, dtype, state, false)
     }

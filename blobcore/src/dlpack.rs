@@ -269,6 +269,7 @@ unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
 
 /// Boxes `export` behind a managed tensor `make` builds around its
 /// `DLTensor` (whose shape and strides are filled in here).
+#[inline(always)]
 fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> NonNull<M> {
     let t = DLTensor {
         data: export.as_ptr() as *mut c_void,
