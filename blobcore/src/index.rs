@@ -498,6 +498,30 @@ impl Blob {
             let d = d.clone();
             return self.blocked_view(&st, &d, &[], Some(axes), ViewKind::Indexed);
         }
+        if let Some((strides, origin, span)) = st.placement.plain_strides(st.shape.dims()) {
+            // A dense or strided blob: the view reaches the same elements
+            // from the same base, so its span and origin are the parent's
+            // and its shape needs no checks (`Shape::permuted`).
+            let shape = st.shape.permuted(axes);
+            let strides: Axes<isize> = axes.iter().filter_map(|&a| strides.get(a).copied()).collect();
+            let count = shape.count();
+            let placement = if count == 0 || crate::layout::is_row_major(shape.dims(), &strides, 1) {
+                Placement::Dense
+            } else {
+                Placement::Strided(Strided::of_checked(self.dtype(), shape.dims(), strides, origin, span))
+            };
+            // A dense view starts at element 0, which is `origin` above the base.
+            let offset = if placement.is_dense() && count > 0 { st.offset + origin } else { st.offset };
+            let state = State {
+                capacity: count,
+                shape,
+                storage: Arc::clone(&st.storage),
+                offset,
+                view: Some(View { parent: self.clone(), kind: ViewKind::Indexed }),
+                placement,
+            };
+            return Ok(self.derived(state));
+        }
         let (strides, base) = self.element_strides(&st)?;
         let dims = st.shape.dims();
         let p = Plan {

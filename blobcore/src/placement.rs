@@ -57,6 +57,20 @@ impl Strided {
         Ok(Strided { dtype, strides, origin, span, desc: OnceLock::new() })
     }
 
+    /// A strided view whose `origin` and `span` are known, for a view
+    /// that reaches the same elements as one already checked (a
+    /// permutation of its axes): no span to recompute. Axes of length 0
+    /// or 1 get stride 1, as in [`Strided::new`].
+    pub(crate) fn of_checked(dtype: DType, dims: &[usize], mut strides: Axes<isize>, origin: usize, span: usize) -> Strided {
+        for (s, &d) in strides.iter_mut().zip(dims) {
+            if d <= 1 {
+                *s = 1;
+            }
+        }
+        debug_assert_eq!(crate::layout::strided_span(dims.iter().copied().zip(strides.iter().copied())).ok(), Some((origin, span)));
+        Strided { dtype, strides, origin, span, desc: OnceLock::new() }
+    }
+
     /// Element 0's offset from the base.
     pub(crate) fn origin(&self) -> usize {
         self.origin
@@ -110,6 +124,22 @@ impl Placement {
             Placement::Dense => Ok(dims.iter().product()),
             Placement::Desc(d) => d.span(),
             Placement::Strided(s) => Ok(s.span),
+        }
+    }
+
+    /// The element strides, element 0's offset from the base and the
+    /// span of a dense or strided view (None for other layouts, whose
+    /// span may include padding).
+    #[inline]
+    pub(crate) fn plain_strides(&self, dims: &[usize]) -> Option<(Axes<isize>, usize, usize)> {
+        match self {
+            Placement::Dense => {
+                let mut s: Axes<isize> = smallvec::smallvec![0; dims.len()];
+                crate::layout::fill_row_major_strides(dims, 1, &mut s);
+                Some((s, 0, dims.iter().product()))
+            }
+            Placement::Strided(s) => Some((s.strides.clone(), s.origin, s.span)),
+            Placement::Desc(_) => None,
         }
     }
 

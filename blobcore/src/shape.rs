@@ -168,6 +168,13 @@ impl Shape {
         Shape { dims: SmallVec::from_slice(dims), count: if zero { 0 } else { extent }, extent }
     }
 
+    /// The dims in the order `axes` gives (a permutation of the axes,
+    /// checked by the caller; an index past the rank is skipped): no
+    /// checks to repeat, as the count and extent do not change.
+    pub(crate) fn permuted(&self, axes: &[usize]) -> Shape {
+        Shape { dims: axes.iter().filter_map(|&a| self.dims.get(a).copied()).collect(), count: self.count, extent: self.extent }
+    }
+
     /// The dims, outermost first.
     pub fn dims(&self) -> &[usize] {
         &self.dims
