@@ -6,8 +6,8 @@
 //! indexing: they keep their element strides inline and build the planar
 //! desc they stand for on first use ([`Placement::desc`]), so that making
 //! a view, indexing it again or exporting it never builds one. Whatever
-//! reads the desc sees the same desc an eager build gives (unit test
-//! `a_strided_placement_reads_as_its_desc`).
+//! reads the desc sees the desc the general constructors give (property
+//! test `a_strided_placement_is_the_general_desc`).
 
 use crate::dtype::DType;
 use crate::error::Result;
@@ -48,11 +48,7 @@ impl Strided {
     /// (no element sits one step along them).
     pub(crate) fn new(dtype: DType, dims: &[usize], mut strides: Axes<isize>) -> Result<Strided> {
         debug_assert_eq!(dims.len(), strides.len());
-        for (s, &d) in strides.iter_mut().zip(dims) {
-            if d <= 1 {
-                *s = 1;
-            }
-        }
+        unit_strides_on_short_axes(dims, &mut strides);
         let (origin, span) = crate::layout::strided_span(dims.iter().copied().zip(strides.iter().copied()))?;
         Ok(Strided { dtype, strides, origin, span, desc: OnceLock::new() })
     }
@@ -62,11 +58,7 @@ impl Strided {
     /// permutation of its axes): no span to recompute. Axes of length 0
     /// or 1 get stride 1, as in [`Strided::new`].
     pub(crate) fn of_checked(dtype: DType, dims: &[usize], mut strides: Axes<isize>, origin: usize, span: usize) -> Strided {
-        for (s, &d) in strides.iter_mut().zip(dims) {
-            if d <= 1 {
-                *s = 1;
-            }
-        }
+        unit_strides_on_short_axes(dims, &mut strides);
         debug_assert_eq!(crate::layout::strided_span(dims.iter().copied().zip(strides.iter().copied())).ok(), Some((origin, span)));
         Strided { dtype, strides, origin, span, desc: OnceLock::new() }
     }
@@ -86,6 +78,16 @@ impl Strided {
         // `new` checked the span of these axes (their order does not
         // change it, and length-1 axes reach nothing at any stride).
         self.desc.get_or_init(|| crate::index::strided_desc_checked(self.dtype, dims, &self.strides, self.origin))
+    }
+}
+
+/// Stride 1 on the axes of length 0 or 1, as the eager desc has them (no
+/// element sits one step along them, so the stride means nothing).
+fn unit_strides_on_short_axes(dims: &[usize], strides: &mut [isize]) {
+    for (s, &d) in strides.iter_mut().zip(dims) {
+        if d <= 1 {
+            *s = 1;
+        }
     }
 }
 
