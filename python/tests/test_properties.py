@@ -372,7 +372,7 @@ def test_shares_memory_is_exact(dims, kind, data):
 @SETTINGS
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=4), st.data())
 def test_reversed_and_stepped_views_are_numpy_views(dims, data):
-    """Views of views with steps of either sign: the same elements as
+    """Views of views with steps of either sign, transposed between: the same elements as
     NumPy's, the same memory (through NumPy, DLPack, the buffer protocol),
     writes landing where NumPy's land, pickles carrying the values."""
     a = (np.arange(int(np.prod(dims)), dtype=np.float64) % 97).reshape(dims).astype(np.float32)
@@ -380,6 +380,10 @@ def test_reversed_and_stepped_views_are_numpy_views(dims, data):
     mem = np.asarray(b)
     k1 = data.draw(view_key(dims))
     v1, n1 = b[k1], mem[k1]
+    # A transpose between the two keys: permuted views of dense and of
+    # strided (stepped, reversed) views.
+    perm = data.draw(st.permutations(range(n1.ndim)))
+    v1, n1 = v1.transpose(*perm), n1.transpose(perm)
     k2 = data.draw(view_key(n1.shape)) if n1.size else tuple(slice(None) for _ in n1.shape)
     v, n = v1[k2], n1[k2]
     np.testing.assert_array_equal(np.asarray(v), n)
@@ -406,13 +410,13 @@ def test_reversed_and_stepped_views_are_numpy_views(dims, data):
     # A write through the view lands in the parent where NumPy's does.
     ref = mem.copy()
     value = data.draw(st.integers(-50, 50))
-    ref[k1][k2] = value
+    ref[k1].transpose(perm)[k2] = value
     v[...] = value
     np.testing.assert_array_equal(mem, ref)
     # Operations through the view: fill, scale, a copy of its reverse.
     op = data.draw(st.sampled_from(["fill", "scale", "reverse", "sum"]))
     ref = mem.copy()
-    rv = ref[k1][k2]
+    rv = ref[k1].transpose(perm)[k2]
     if op == "fill":
         v.fill(3)
         rv[...] = 3
