@@ -151,13 +151,8 @@ impl Placement {
     #[inline]
     pub(crate) fn planar_strides(&self, dims: &[usize]) -> Option<(Axes<isize>, usize)> {
         match self {
-            Placement::Dense => {
-                let mut s: Axes<isize> = smallvec::smallvec![0; dims.len()];
-                crate::layout::fill_row_major_strides(dims, 1, &mut s);
-                Some((s, 0))
-            }
-            Placement::Strided(s) => Some((s.strides.clone(), s.origin)),
             Placement::Desc(d) => d.planar_strides().map(|(s, o)| (s.into_iter().collect(), o)),
+            _ => self.plain_strides(dims).map(|(s, o, _)| (s, o)),
         }
     }
 }
