@@ -59,7 +59,8 @@ define if_gpu
 	else echo "SKIPPED: $(2) (no GPU adapter; install mesa-vulkan-drivers for lavapipe)"; fi
 endef
 
-.PHONY: all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan deps deps-check
+PHONY_CUDA := cuda-ptx cuda-ptx-check
+.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan deps deps-check
 
 all: build
 
@@ -118,7 +119,7 @@ demo-py: wheel
 	build/venv-clean/bin/pip install -q $(WHEELS)/blobcore-*.whl
 	cd build && venv-clean/bin/python -c "import blobcore as bc, numpy as np; b = bc.Blob.tensor([2, 3]); b.fill(2); print('clean venv:', bc.__version__, np.asarray(b).sum())"
 
-test: deps deps-check header-check lint doc-check package-check test-rust test-c test-py tsan
+test: deps deps-check header-check cuda-ptx-check lint doc-check package-check test-rust test-c test-py tsan
 
 # Release mode: the property tests run many cases, and the memory test
 # checks resident sizes of optimised code.
@@ -146,6 +147,25 @@ test-c: stage
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) -std=c99 -Wall -Wextra -Werror -pedantic examples/c/quickstart.c \
 		$$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs blob) -Wl,-rpath,$(STAGE)/lib -o $(CBUILD)/quickstart_pc
 	$(CBUILD)/quickstart_pc
+
+# The CUDA engine's precompiled kernels (blobcore/src/engine/cuda/kernels.ptx):
+# kernels.cu compiled for compute 7.0 by NVRTC 12.0, from PyPI's
+# nvidia-cuda-nvrtc-cu12 wheel (no CUDA toolkit, no GPU needed). `cuda-ptx`
+# rewrites the file; `cuda-ptx-check` (part of `make test`) fails when it
+# is not what NVRTC makes of kernels.cu.
+NVRTC_DIR := $(CURDIR)/.tools/nvrtc12
+NVRTC_RUN = LD_LIBRARY_PATH=$(NVRTC_DIR)/nvidia/cuda_nvrtc/lib $(CARGO) run -q --release -p blobcore --example cuda_ptx
+$(NVRTC_DIR)/.ready: $(VENV)/.ready
+	rm -rf $(NVRTC_DIR) && mkdir -p $(NVRTC_DIR)
+	$(VENV)/bin/pip download -q --no-deps -d $(NVRTC_DIR) "nvidia-cuda-nvrtc-cu12==12.0.*"
+	cd $(NVRTC_DIR) && $(VENV)/bin/python -c "import glob, zipfile; zipfile.ZipFile(glob.glob('*.whl')[0]).extractall('.')"
+	touch $@
+
+cuda-ptx: $(NVRTC_DIR)/.ready
+	$(NVRTC_RUN)
+
+cuda-ptx-check: $(NVRTC_DIR)/.ready
+	$(NVRTC_RUN) -- --check
 
 # The project-local virtual environment with maturin, NumPy and pytest.
 $(VENV)/.ready: python/requirements-dev.txt

@@ -503,6 +503,24 @@ int32_t blob_to_dlpack(struct Blob *b,
                        uint32_t flags,
                        struct DLManagedTensorVersioned **out_tensor);
 
+// Exports the device memory of a blob on a CUDA engine as a DLPack 1.x
+// `kDLCUDA` tensor sharing it (`copy` 0) or of a new device copy (`copy`
+// 1, flagged `IS_COPIED`). `stream` follows the array API: 1 (legacy
+// default stream), 2 (per-thread default stream) or a `CUstream` handle
+// — the engine's queued kernels finish before that stream may read — or
+// -1 (no wait); 0 is `BLOB_ERR_INVALID_ARGUMENT`. While a writable export
+// lives the device copy is the reference: blobcore's host reads fetch it
+// and host writes are copied to it. A blob on another engine is
+// `BLOB_ERR_UNSUPPORTED`. Free the tensor as `blob_to_dlpack`'s.
+int32_t blob_to_dlpack_cuda(struct Blob *b,
+                            int64_t stream,
+                            int32_t copy,
+                            struct DLManagedTensorVersioned **out_tensor);
+
+// The DLPack device a blob's data is exported on: `(2, ordinal)`
+// (kDLCUDA) for a blob on a CUDA engine, `(1, 0)` (kDLCPU) otherwise.
+int32_t blob_dlpack_device(const struct Blob *b, int32_t *out_device_type, int32_t *out_device_id);
+
 // Exports `b` as a legacy (pre-1.0) `DLManagedTensor`, as `blob_to_dlpack`
 // does but without flags: a read-only blob is refused
 // (`BLOB_ERR_READ_ONLY`), since the legacy struct cannot say so.
@@ -540,19 +558,36 @@ int32_t blob_engine_cpu(struct BlobEngine **out_engine);
 // Makes `engine` the default engine: what a NULL engine argument means
 // from now on (NULL restores the CPU engine). Without this call the
 // default is the CPU engine, or the GPU when the environment variable
-// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`).
+// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`), `cuda` (or
+// `cuda:<ordinal>`).
 int32_t blob_set_default_engine(const struct BlobEngine *engine);
 
 // The engine a blob lives on, as a new handle (free it with
 // `blob_engine_free`; the engine lives on while blobs use it).
 int32_t blob_engine(const struct Blob *b, struct BlobEngine **out_engine);
 
-// Whether the engine is a GPU engine (`*out` true) or the CPU engine.
+// Whether the engine has device memory (`*out` true: a GPU or CUDA
+// engine) or is the CPU engine.
 int32_t blob_engine_is_gpu(const struct BlobEngine *engine, bool *out);
 
 // Hands out a GPU engine on the adapter whose name contains `adapter_hint`
-// (NULL = any). `BLOB_ERR_DEVICE` when no GPU engine is available.
+// (NULL: the best hardware adapter — discrete, then integrated — and a
+// software one only when no hardware adapter exists; see
+// `blob_engine_is_software`). `BLOB_ERR_DEVICE` when no GPU engine is
+// available.
 int32_t blob_engine_gpu(const char *adapter_hint, struct BlobEngine **out_engine);
+
+// Hands out a CUDA engine on NVIDIA GPU `ordinal` (0 is the first),
+// through the CUDA driver loaded at run time. `BLOB_ERR_DEVICE` on a
+// machine without a CUDA driver or without that GPU; a negative ordinal
+// is `BLOB_ERR_INVALID_ARGUMENT`.
+int32_t blob_engine_cuda(int32_t ordinal, struct BlobEngine **out_engine);
+
+// Whether the engine is a GPU engine on a software adapter (lavapipe,
+// llvmpipe, SwiftShader, WARP: `*out` true), which runs on the CPU and is
+// slower than the CPU engine. False for the CPU, CUDA and hardware GPU
+// engines.
+int32_t blob_engine_is_software(const struct BlobEngine *engine, bool *out);
 
 // Frees an engine handle. Blobs created on it keep working.
 int32_t blob_engine_free(struct BlobEngine *engine);

@@ -1,4 +1,5 @@
-//! `cargo bench -p blobcore --bench gpu`: the GPU engine's kernels on f32
+//! `cargo bench -p blobcore --bench gpu`: the GPU engine's kernels (the
+//! CUDA engine's with `BLOBCORE_ENGINE=cuda`) on f32
 //! blobs of 64 MiB and 1 GiB (where the adapter allows; BLOBCORE_BENCH_MIB
 //! picks one size), each as a ratio to a device buffer-to-buffer copy of
 //! the same bytes measured in the same run, plus host <-> device transfer
@@ -84,6 +85,31 @@ fn run(e: &Engine, mib: usize) {
         row("transposed 2d", 2.0, median(e, runs, || sq_t.transpose_from(&sq, 0, 1).unwrap()));
     }
     {
+        // The layout changes networks use, at this size.
+        let perm = |name: &str, dims: [usize; 4], axes: [isize; 4]| {
+            let n4: usize = dims.iter().product();
+            let src = mk(e, &dims, 1.0);
+            let out: Vec<usize> = axes.iter().map(|&a| dims[a as usize]).collect();
+            let dst = mk(e, &out, 0.0);
+            let t = median(e, runs, || dst.permute_from(&src, &axes).unwrap());
+            row(name, 2.0 * n4 as f64 / n as f64, t);
+        };
+        let hw = |c: usize| ((n / (16 * c)) as f64).sqrt() as usize;
+        perm("NCHW->NHWC C=3", [16, 3, hw(3), hw(3)], [0, 2, 3, 1]);
+        perm("NCHW->NHWC C=64", [16, 64, hw(64), hw(64)], [0, 2, 3, 1]);
+        perm("NCHW->NHWC C=256", [16, 256, hw(256), hw(256)], [0, 2, 3, 1]);
+        perm("NHWC->NCHW C=64", [16, hw(64), hw(64), 64], [0, 3, 1, 2]);
+        let q = n / (64 * 128 * 128);
+        perm("transposed (0,2)", [64, 128, q, 128], [2, 1, 0, 3]);
+        perm("transposed (0,3)", [64, 128, q, 128], [3, 1, 2, 0]);
+    }
+    {
+        let x = mk(e, &[n], 1.0);
+        row("sumsq (read pass)", 1.0, median(e, runs, || {
+            std::hint::black_box(x.sumsq().unwrap());
+        }));
+    }
+    {
         // Host <-> device: a host write then a kernel (one upload); a
         // kernel write then a host read (one download).
         let x = mk(e, &[n], 1.0);
@@ -108,10 +134,21 @@ fn run(e: &Engine, mib: usize) {
             s.downloads
         );
     }
+    if let Some(c) = g.cuda() {
+        if let Ok([h2d, d2h, h2d_p, d2h_p]) = c.transfer_seconds(bytes, runs) {
+            let gbs = |t: f64| bytes as f64 / t / 1e9;
+            println!(
+                "CUDA transfers: host -> device {:.1} GB/s pageable, {:.1} GB/s pinned; device -> host {:.1} GB/s pageable, {:.1} GB/s pinned",
+                gbs(h2d), gbs(h2d_p), gbs(d2h), gbs(d2h_p)
+            );
+        }
+    }
 }
 
 fn main() {
-    let e = match Engine::gpu(None) {
+    // BLOBCORE_ENGINE=cuda benchmarks the CUDA engine instead of wgpu's.
+    let cuda = std::env::var("BLOBCORE_ENGINE").is_ok_and(|v| v.starts_with("cuda"));
+    let e = match if cuda { Engine::default_engine() } else { Engine::gpu(None) } {
         Ok(e) => e,
         Err(err) => {
             println!("gpu bench: skipped ({err})");

@@ -15,8 +15,15 @@
 //! frees it, from any thread, taking no lock a caller could hold and no
 //! GIL. The memory outlives the blob if the consumer keeps the tensor.
 //!
+//! **Device memory** (`kDLCUDA`): a blob on a CUDA engine exports its
+//! device copy with [`Blob::to_dlpack_cuda`] (the array API's `stream`
+//! rule included), and a CUDA engine imports `kDLCUDA` tensors of its
+//! device — shared (the blob's device copy is the tensor's memory) or,
+//! for strided tensors and `copy = Some(true)`, copied.
+//!
 //! **Import** ([`Blob::from_dlpack`], [`Blob::from_dlpack_legacy`]): CPU
-//! tensors (`kDLCPU`, `kDLCUDAHost`) of a blobcore dtype. On success the
+//! tensors (`kDLCPU`, `kDLCUDAHost`) of a blobcore dtype, and `kDLCUDA`
+//! tensors with a CUDA engine on their device. On success the
 //! blob owns the tensor: its deleter (if not NULL) runs exactly once, when
 //! the last blob, view or export using the memory lets go — or at once,
 //! when the data was copied. On error nothing is taken: the deleter has
@@ -40,6 +47,8 @@ use std::ptr::NonNull;
 
 /// `DLDeviceType::kDLCPU`.
 pub const DL_CPU: i32 = 1;
+/// `DLDeviceType::kDLCUDA` (CUDA device memory).
+pub const DL_CUDA: i32 = 2;
 /// `DLDeviceType::kDLCUDAHost` (pinned host memory: readable by the CPU).
 pub const DL_CUDA_HOST: i32 = 3;
 /// The DLPack major version this module speaks.
@@ -273,7 +282,7 @@ unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
 fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> NonNull<M> {
     let t = DLTensor {
         data: export.as_ptr() as *mut c_void,
-        device: DLDevice { device_type: DL_CPU, device_id: 0 },
+        device: DLDevice { device_type: export.device().0, device_id: export.device().1 },
         ndim: export.shape().len() as i32,
         dtype: dl_dtype(export.dtype()),
         shape: std::ptr::null_mut(),
@@ -384,6 +393,78 @@ impl Blob {
         Ok(exported(self.export()?, |dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) }))
     }
 
+    /// The DLPack device a consumer finds the blob's data on
+    /// (`__dlpack_device__`): `(2, ordinal)` (kDLCUDA) for a blob on a CUDA
+    /// engine, `(1, 0)` (kDLCPU) otherwise.
+    pub fn dlpack_device(&self) -> (i32, i32) {
+        match self.engine().device().and_then(|g| g.cuda()) {
+            Some(c) => (DL_CUDA, c.ordinal() as i32),
+            None => (DL_CPU, 0),
+        }
+    }
+
+    /// The array API's stream rule for a CUDA export: the blob's queued
+    /// kernels must be done before the consumer's `stream` uses the data.
+    /// `None`, 1 (legacy default stream), 2 (per-thread default stream)
+    /// and any stream handle wait for the engine's stream; -1 skips the
+    /// wait (the consumer synchronises itself); 0 is ambiguous and
+    /// refused, as the array API says.
+    fn cuda_stream_sync(&self, stream: Option<i64>) -> Result<()> {
+        match stream {
+            Some(0) => Err(err!(InvalidArgument, "stream 0 is ambiguous for CUDA (the array API asks for 1 for the legacy default stream, 2 for the per-thread one)")),
+            Some(-1) => Ok(()),
+            Some(s) if s < -1 => Err(err!(InvalidArgument, "stream {s} is not a CUDA stream (-1, 1, 2 or a stream handle)")),
+            _ => self.engine().synchronize(),
+        }
+    }
+
+    /// The export behind a CUDA DLPack tensor, by the array API's copy
+    /// rule (see [`Blob::to_dlpack_copy`]), and whether it is a copy.
+    fn cuda_export(&self, copy: Option<bool>, write: bool) -> Result<(Export, bool)> {
+        if copy != Some(true) {
+            match self.export_cuda(write) {
+                Err(_) if copy.is_none() && self.is_blocked() => {}
+                shared => return shared.map(|e| (e, false)),
+            }
+        }
+        Ok((self.copy()?.export_cuda(true)?, true))
+    }
+
+    /// Exports a CUDA engine's blob as a DLPack 1.x `kDLCUDA` tensor of its
+    /// device memory (the array API's `__dlpack__` on a CUDA device):
+    /// `copy` as in [`Blob::to_dlpack_copy`] (a copy is made on the
+    /// device), `stream` as the array API defines it for CUDA (the engine's
+    /// queued kernels finish before the consumer's stream reads; -1 skips
+    /// that). While a writable export lives the device copy is the
+    /// reference: blobcore's host reads fetch it, and its host writes are
+    /// copied to it. A blob on another engine is `Unsupported`.
+    pub fn to_dlpack_cuda(&self, stream: Option<i64>, copy: Option<bool>) -> Result<NonNull<DLManagedTensorVersioned>> {
+        let (export, copied) = self.cuda_export(copy, true)?;
+        self.cuda_stream_sync(stream)?;
+        let read_only = !export.is_writable();
+        Ok(exported(export, |dl_tensor| DLManagedTensorVersioned {
+            version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_versioned),
+            flags: if copied { DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 } | if read_only { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 },
+            dl_tensor,
+        }))
+    }
+
+    /// [`Blob::to_dlpack_cuda`] as a legacy `DLManagedTensor` (no flags: a
+    /// read-only blob's shared export is `ReadOnly`, as on the host).
+    pub fn to_dlpack_cuda_legacy(&self, stream: Option<i64>, copy: Option<bool>) -> Result<NonNull<DLManagedTensor>> {
+        let (export, _) = self.cuda_export(copy, true)?;
+        if !export.is_writable() {
+            return Err(err!(
+                ReadOnly,
+                "a read-only blob cannot be exported as a legacy DLManagedTensor, which has no read-only flag; export a DLPack 1.x tensor, which can say so, or a copy"
+            ));
+        }
+        self.cuda_stream_sync(stream)?;
+        Ok(exported(export, |dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) }))
+    }
+
     /// Imports a DLPack 1.x tensor (see the module docs for ownership). A
     /// major version other than 1 is `Unsupported`, as the specification
     /// requires; so is a device other than the CPU. `copy`: `None` shares
@@ -454,13 +535,30 @@ impl Drop for Owner {
 /// caller keeps the tensor.
 unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bool>, owner: Owner) -> Result<Blob> {
     let owner = std::mem::ManuallyDrop::new(owner);
-    if t.device.device_type != DL_CPU && t.device.device_type != DL_CUDA_HOST {
+    let on_cuda = t.device.device_type == DL_CUDA;
+    if !on_cuda && t.device.device_type != DL_CPU && t.device.device_type != DL_CUDA_HOST {
         return Err(err!(
             Unsupported,
-            "the DLPack tensor lives on device type {} (id {}); only CPU tensors (kDLCPU = 1, kDLCUDAHost = 3) can be imported",
+            "the DLPack tensor lives on device type {} (id {}); CPU tensors (kDLCPU = 1, kDLCUDAHost = 3) can be imported, and CUDA tensors (kDLCUDA = 2) with a CUDA engine",
             t.device.device_type,
             t.device.device_id
         ));
+    }
+    let cuda = match engine.gpu_device() {
+        Some(g) if on_cuda && g.cuda().is_some() => Some(std::sync::Arc::clone(g)),
+        _ => None,
+    };
+    if on_cuda {
+        let ordinal = cuda.as_ref().and_then(|g| g.cuda()).map(|c| c.ordinal() as i32);
+        if ordinal != Some(t.device.device_id) {
+            return Err(err!(
+                Unsupported,
+                "the DLPack tensor lives on CUDA device {}; import it with a CUDA engine on that device (Engine::cuda({}); this engine is {})",
+                t.device.device_id,
+                t.device.device_id,
+                match ordinal { Some(o) => format!("on CUDA device {o}"), None => format!("the {} engine", engine.name()) }
+            ));
+        }
     }
     let dtype = dtype_of(t.dtype)?;
     if !(0..=MAX_RANK as i32).contains(&t.ndim) {
@@ -494,7 +592,8 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     if count > 0 && base.is_null() {
         return Err(err!(NullPointer, "the DLPack tensor's data is NULL"));
     }
-    let aligned = (base as usize).is_multiple_of(dtype.size());
+    // Device memory is read in 32-bit words by the kernels.
+    let aligned = (base as usize).is_multiple_of(if on_cuda { dtype.size().max(4) } else { dtype.size() });
     let must_copy = !contiguous || !aligned;
     if must_copy && copy == Some(false) {
         return Err(err!(
@@ -502,6 +601,10 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
             "the DLPack tensor is {} so it cannot be shared without a copy",
             if contiguous { "misaligned" } else { "strided" }
         ));
+    }
+    if let Some(g) = cuda {
+        // SAFETY: the caller's promise on the tensor's memory, on the device.
+        return unsafe { import_cuda(engine, g, t, dtype, shape, &strides, base, must_copy || copy == Some(true), read_only, owner) };
     }
     if count == 0 || must_copy || copy == Some(true) {
         let out = Blob::new(engine, dtype, shape)?;
@@ -543,6 +646,79 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     }
 }
 
+/// The import of a `kDLCUDA` tensor on a CUDA engine `g` (checked by the
+/// caller, as are `dtype`, `shape` and `strides`; `base` is the device
+/// address of element 0). Shared: the blob's device copy is the tensor's
+/// memory, released through its deleter after the last user. Copied
+/// (`copy`, or strided or misaligned tensors): a dense tensor is copied on
+/// the device, a strided one through the host; the deleter runs at once.
+#[allow(clippy::too_many_arguments)]
+unsafe fn import_cuda(
+    engine: &Engine,
+    g: std::sync::Arc<crate::engine::gpu::Gpu>,
+    t: &DLTensor,
+    dtype: DType,
+    shape: Shape,
+    strides: &[isize],
+    base: *mut u8,
+    copy: bool,
+    read_only: bool,
+    owner: std::mem::ManuallyDrop<Owner>,
+) -> Result<Blob> {
+    let c = g.cuda().ok_or_else(|| err!(Internal, "a CUDA import on a non-CUDA engine"))?;
+    let count = shape.count();
+    let es = dtype.size() as isize;
+    // The elements' extent relative to element 0, in bytes.
+    let (mut lo, mut hi) = (0isize, 0isize);
+    if count > 0 {
+        for (&d, &s) in shape.dims().iter().zip(strides) {
+            let far = (d as isize - 1).checked_mul(s).and_then(|x| x.checked_mul(es)).ok_or_else(|| err!(Shape, "DLPack strides overflow"))?;
+            if far < 0 { lo += far } else { hi += far }
+        }
+    }
+    let span = (hi - lo + es) as usize;
+    let dense = crate::layout::is_row_major(shape.dims(), strides, 1);
+    if count == 0 || copy {
+        let out = Blob::new(engine, dtype, shape.clone())?;
+        if count > 0 {
+            let start = (base as usize).wrapping_add_signed(lo) as u64;
+            // The source span as a buffer this engine may read; nothing to
+            // release (the tensor's owner frees it after the copy).
+            // SAFETY: the DLPack contract: the span is valid device memory.
+            let src = crate::engine::gpu::DevBuf::Cuda(unsafe { c.wrap(start, span, Box::new(|| {})) });
+            if dense && span == count * dtype.size() {
+                let storage = std::sync::Arc::clone(&out.state().storage);
+                let (borrow, dst) = storage.device(0, span, true)?;
+                g.copy(&src, 0, &dst, 0, span)?;
+                storage.device_done(0, span, true)?;
+                drop(borrow);
+            } else {
+                let mut host = vec![0u8; span];
+                g.download(&src, 0, &mut host)?;
+                // SAFETY: every element lies in `host` at (-lo) + its
+                // byte offset from element 0 (the extent computed above).
+                unsafe { out.copy_from_strided(host.as_mut_ptr().offset(-lo), strides)? };
+            }
+        }
+        drop(std::mem::ManuallyDrop::into_inner(owner));
+        return Ok(out);
+    }
+    let byte_len = count * dtype.size();
+    if let Some(b) = own_export(&owner).and_then(|e| share_own(engine, e, dtype, &shape, NonNull::new(base)?, byte_len, read_only)) {
+        drop(std::mem::ManuallyDrop::into_inner(owner));
+        return Ok(b);
+    }
+    let _ = t;
+    let owner = std::mem::ManuallyDrop::into_inner(owner);
+    // SAFETY: the producer keeps `byte_len` bytes at `base` valid on this
+    // device until its deleter runs, which the release does, once, when
+    // the buffer's last user lets go.
+    let mem = unsafe { c.wrap(base as u64, byte_len, Box::new(move || drop(owner))) };
+    let storage = crate::storage::Storage::device_only(byte_len, std::sync::Arc::clone(&g), crate::engine::gpu::DevBuf::Cuda(mem), read_only);
+    let state = crate::blob::State { shape, storage, offset: 0, capacity: count, view: None, placement: Placement::Dense };
+    Ok(Blob::from_state(engine, dtype, state))
+}
+
 /// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for
 /// the import of blobcore's own dense export: it shares the storage as a
 /// view does (reallocation stays `Busy`, overlaps are seen as such, no
@@ -560,7 +736,8 @@ fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonN
     if !same_gpu || (read_only && storage.is_writable()) {
         return None;
     }
-    let start = (ptr.as_ptr() as usize).checked_sub(storage.host_addr()?)?;
+    let base = if e.device().0 == DL_CUDA { storage.cuda_addr()? } else { storage.host_addr()? };
+    let start = (ptr.as_ptr() as usize).checked_sub(base)?;
     if !start.is_multiple_of(dtype.size()) || start.checked_add(byte_len)? > storage.len() {
         return None;
     }

@@ -38,6 +38,9 @@ pub struct Export {
     span: usize,
     /// False for exports of read-only blobs: consumers must not write.
     writable: bool,
+    /// Where the memory is, as a DLPack device: `(1, 0)` for host memory,
+    /// `(2, ordinal)` for a CUDA engine's device copy ([`Blob::export_cuda`]).
+    device: (i32, i32),
 }
 
 // SAFETY: the pointer is into memory kept alive by the storage Arc, which
@@ -48,9 +51,16 @@ unsafe impl Sync for Export {}
 
 impl Export {
     /// Address of the first element. Valid for [`Export::byte_len`] bytes
-    /// for as long as this export lives.
+    /// for as long as this export lives — in host memory, or for a device
+    /// export ([`Export::device`] not `(1, 0)`) in the device's memory.
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    /// The DLPack device of the memory: `(1, 0)` (kDLCPU) for host
+    /// memory, `(2, ordinal)` (kDLCUDA) for a CUDA device export.
+    pub fn device(&self) -> (i32, i32) {
+        self.device
     }
 
     /// The element type.
@@ -144,6 +154,24 @@ impl Blob {
     /// so a GPU copy stays valid). A read-only blob always exports
     /// read-only.
     pub fn export_for(&self, write: bool) -> Result<Export> {
+        self.export_on(write, false)
+    }
+
+    /// Exports the device copy of a blob on a CUDA engine (for DLPack
+    /// `kDLCUDA`): the device copy is made current, and while a writable
+    /// export lives it is the reference (host reads fetch it, host writes
+    /// are copied to it when they end). Not a CUDA blob: `Unsupported`.
+    /// The memory may still be written by queued kernels: synchronise the
+    /// engine (or use the DLPack `stream` argument) before a consumer
+    /// reads it.
+    pub fn export_cuda(&self, write: bool) -> Result<Export> {
+        if !self.engine().is_cuda() {
+            return Err(err!(Unsupported, "only blobs on a CUDA engine have device memory to export (this one is on the {} engine)", self.engine().name()));
+        }
+        self.export_on(write, true)
+    }
+
+    fn export_on(&self, write: bool, device: bool) -> Result<Export> {
         // One look at the state: what the export needs is read under a
         // single read lock (no clone of the layout), then the storage is
         // pinned without it.
@@ -152,7 +180,7 @@ impl Blob {
             let (storage, offset) = (Arc::clone(&st.storage), st.offset);
             let shape = st.shape.dims().iter().copied().collect();
             drop(st);
-            return self.export_region(storage, offset, shape, write, write);
+            return self.export_region(storage, offset, shape, write, write, device);
         }
         let Some((strides, base)) = st.planar_strides() else {
             let layout = st.desc().map_or(crate::layout::Layout::Blocked, |d| d.layout());
@@ -168,11 +196,9 @@ impl Blob {
             return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
         }
         let writable = write && storage.is_writable();
-        let (pin, host) = storage.pin_host(writable)?;
-        // SAFETY: start + span <= storage.len(), so the offset stays inside the allocation.
-        let ptr = unsafe { NonNull::new_unchecked(host.as_ptr().add(start)) };
+        let (pin, ptr, at) = pin_at(&storage, writable, device, start)?;
         let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
-        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable })
+        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable, device: at })
     }
 
     /// Exports elements `[pos, pos + size)` of the blob's memory in memory
@@ -210,10 +236,10 @@ impl Blob {
         if pos.checked_add(size).is_none_or(|end| end > len) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        self.export_region(storage, offset + pos, smallvec::smallvec![size], writable, write_pin)
+        self.export_region(storage, offset + pos, smallvec::smallvec![size], writable, write_pin, false)
     }
 
-    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: SmallVec<[usize; 8]>, writable: bool, write_pin: bool) -> Result<Export> {
+    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: SmallVec<[usize; 8]>, writable: bool, write_pin: bool, device: bool) -> Result<Export> {
         let es = self.dtype().size();
         let start = offset * es;
         let len = shape.iter().product::<usize>() * es;
@@ -221,11 +247,28 @@ impl Blob {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
         let writable = writable && storage.is_writable();
-        let (pin, base) = storage.pin_host(write_pin && writable)?;
-        // SAFETY: start + len <= storage.len(), so the offset stays inside the allocation.
-        let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
-        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable })
+        let (pin, ptr, at) = pin_at(&storage, write_pin && writable, device, start)?;
+        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable, device: at })
     }
+}
+
+/// Pins the host (or, with `device`, the CUDA device) copy of `storage`
+/// and returns the pin, the address of byte `start` (checked by the
+/// caller to lie inside the storage) and the DLPack device it is on.
+fn pin_at(storage: &Arc<Storage>, write: bool, device: bool, start: usize) -> Result<(crate::storage::Pin, NonNull<u8>, (i32, i32))> {
+    if device {
+        let (pin, buf) = storage.pin_device(write)?;
+        let mem = buf.cuda().ok_or_else(|| err!(Internal, "a CUDA export of a storage without CUDA memory"))?;
+        let ordinal = storage.gpu().and_then(|g| g.cuda()).map_or(0, |c| c.ordinal()) as i32;
+        let addr = (mem.ptr() as usize).checked_add(start).and_then(|a| NonNull::new(a as *mut u8));
+        let ptr = addr.ok_or_else(|| err!(Internal, "a null device address"))?;
+        return Ok((pin, ptr, (crate::dlpack::DL_CUDA, ordinal)));
+    }
+    let (pin, base) = storage.pin_host(write)?;
+    // SAFETY: start + len <= storage.len() (checked by the caller), so the
+    // offset stays inside the allocation.
+    let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
+    Ok((pin, ptr, (crate::dlpack::DL_CPU, 0)))
 }
 
 #[cfg(test)]

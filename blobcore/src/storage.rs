@@ -14,7 +14,7 @@
 //!   ranges at a time. This is what keeps two windows over the same memory
 //!   from handing out aliasing `&mut [T]`.
 
-use crate::engine::gpu::Gpu;
+use crate::engine::gpu::{DevBuf, Gpu};
 use crate::error::{err, Result};
 #[cfg(unix)]
 use crate::shared::SharedMem;
@@ -81,12 +81,19 @@ struct State {
     head: Head,
     host: HostMem,
     /// The device copy (GPU engine only), allocated on first device use.
-    device: Option<wgpu::Buffer>,
+    device: Option<DevBuf>,
     /// Live exports (raw pointers handed to NumPy, DLPack, C) whose
     /// holders may write.
     pins: usize,
     /// Live exports whose holders only read.
     read_pins: usize,
+    /// Live device exports (DLPack `kDLCUDA`) whose holders may write the
+    /// device copy at any time: host reads fetch it again every time, and
+    /// host writes are copied to it when they end.
+    device_pins: usize,
+    /// Live device exports whose holders only read: host writes are copied
+    /// to the device when they end.
+    device_read_pins: usize,
     /// Live borrows; under the same lock as the memory so that one lock
     /// acquisition both registers a borrow and yields the pointer.
     borrows: BorrowTable,
@@ -94,7 +101,7 @@ struct State {
 
 impl State {
     fn new(head: Head, host: HostMem) -> State {
-        State { head, host, device: None, pins: 0, read_pins: 0, borrows: BorrowTable::default() }
+        State { head, host, device: None, pins: 0, read_pins: 0, device_pins: 0, device_read_pins: 0, borrows: BorrowTable::default() }
     }
 
     /// True when someone outside the storage may write the host memory at
@@ -112,6 +119,25 @@ impl State {
     /// data (with readers only, the copies then agree: Synced).
     fn host_users(&self) -> bool {
         self.host_writers() || self.read_pins > 0 || self.borrows.entries.iter().any(|e| !e.device)
+    }
+
+    /// True when a device export's holder may write the device copy at
+    /// any time: the host copy is never trusted to be current.
+    fn device_writers(&self) -> bool {
+        self.device_pins > 0
+    }
+
+    /// True when a device export's holder reads the device copy: host
+    /// writes must reach it.
+    fn device_readers(&self) -> bool {
+        self.device_pins + self.device_read_pins > 0
+    }
+
+    /// The ranges exclusive host borrows are writing, sorted.
+    fn host_busy(&self) -> Vec<(usize, usize)> {
+        let mut busy: Vec<(usize, usize)> = self.borrows.entries.iter().filter(|e| e.exclusive && !e.device).map(|e| (e.start, e.end)).collect();
+        busy.sort_unstable();
+        busy
     }
 }
 
@@ -286,6 +312,21 @@ impl Storage {
 
     /// The address of the host memory, if it exists yet (nothing is
     /// allocated): what overlap checks compare ([`crate::overlap`]).
+    /// A storage over device memory someone else owns (a DLPack `kDLCUDA`
+    /// import): the device copy is current, host memory comes on first
+    /// host use. Its owner's release runs when the buffer's last user
+    /// lets go (see `CudaMem`).
+    pub(crate) fn device_only(len: usize, gpu: Arc<Gpu>, buf: DevBuf, read_only: bool) -> Arc<Storage> {
+        let mut st = State::new(Head::HeadAtGpu, HostMem::None);
+        st.device = Some(buf);
+        Arc::new(Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, addr: AtomicUsize::new(0) })
+    }
+
+    /// The device address of the CUDA copy, if there is one.
+    pub(crate) fn cuda_addr(&self) -> Option<usize> {
+        lock(&self.state).device.as_ref().and_then(|d| d.cuda()).map(|m| m.ptr() as usize)
+    }
+
     pub(crate) fn host_addr(&self) -> Option<usize> {
         match self.addr.load(Ordering::Acquire) {
             0 => None,
@@ -347,15 +388,90 @@ impl Storage {
         let p = self.host_base(st)?;
         if st.head == Head::HeadAtGpu {
             if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
-                // SAFETY: p is valid for len bytes; the storage lock is held
-                // and no host borrow exists while the head is at the GPU
-                // (GPU operations leave it there only without host users).
+                // SAFETY: p is valid for len bytes and the storage lock is
+                // held; no host borrow exists while the head is at the GPU
+                // (GPU operations leave it there only without host users),
+                // except under a writable device export, whose host
+                // writers' bytes are skipped here.
                 let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) };
-                gpu.download(dev, 0, host)?;
+                if st.device_writers() {
+                    let mut at = 0;
+                    for (s, e) in st.host_busy().into_iter().chain([(self.len, self.len)]) {
+                        if at < s {
+                            gpu.download(dev, at, &mut host[at..s])?;
+                        }
+                        at = at.max(e);
+                    }
+                } else {
+                    gpu.download(dev, 0, host)?;
+                }
             }
-            st.head = Head::Synced;
+            // Under a writable device export the device stays the
+            // reference: the next host access fetches it again.
+            if !st.device_writers() {
+                st.head = Head::Synced;
+            }
         }
         Ok(p)
+    }
+
+    /// Copies host bytes `[start, end)` to the device copy after a host
+    /// write, when a device export reads or writes it (the export's holder
+    /// must see blobcore's writes, as a NumPy view does). On failure the
+    /// host stays the reference.
+    fn push_to_device(&self, st: &mut State, start: usize, end: usize) {
+        if !st.device_readers() || start >= end {
+            return;
+        }
+        let base = match &st.host {
+            HostMem::None => return,
+            HostMem::Heap { ptr, .. } | HostMem::External { ptr, .. } => ptr.as_ptr() as *const u8,
+            #[cfg(unix)]
+            HostMem::Shared(m) => m.ptr().as_ptr() as *const u8,
+            HostMem::Mapped(m) => m.as_ptr(),
+        };
+        let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) else { return };
+        // SAFETY: [start, end) lies inside the storage (a borrow's range
+        // or a checked one), `base` addresses its len bytes, and the
+        // storage lock is held.
+        let host = unsafe { std::slice::from_raw_parts(base.add(start), end - start) };
+        st.head = match gpu.upload(dev, start, host) {
+            Ok(()) if st.device_writers() => Head::HeadAtGpu,
+            Ok(()) if !st.host_writers() => Head::Synced,
+            _ => Head::HeadAtCpu,
+        };
+    }
+
+    /// Hands the device copy out raw, for a DLPack `kDLCUDA` export: makes
+    /// it current (uploading a newer host copy), and counts the pin until
+    /// it drops. A writable pin moves the head to the device, which stays
+    /// the reference while the pin lives (see `device_pins`).
+    pub(crate) fn pin_device(self: &Arc<Self>, write: bool) -> Result<(Pin, DevBuf)> {
+        let gpu = self.gpu.as_ref().ok_or_else(|| err!(Internal, "device export of a storage without a GPU"))?;
+        self.check_writable(write)?;
+        let mut st = lock(&self.state);
+        if st.device.is_none() {
+            st.device = Some(gpu.alloc(self.len)?);
+        }
+        if st.head == Head::HeadAtCpu || (st.head == Head::Synced && st.host_writers()) {
+            let p = self.host_base(&mut st)?;
+            // SAFETY: p is valid for len bytes and the storage lock is held.
+            let host = unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) };
+            let dev = st.device.as_ref().ok_or_else(|| err!(Internal, "device buffer missing"))?;
+            gpu.upload(dev, 0, host)?;
+            st.head = Head::Synced;
+        }
+        if write {
+            st.head = Head::HeadAtGpu;
+            st.device_pins += 1;
+        } else {
+            if st.head == Head::Uninitialized {
+                st.head = Head::Synced;
+            }
+            st.device_read_pins += 1;
+        }
+        let buf = st.device.clone().ok_or_else(|| err!(Internal, "device buffer missing"))?;
+        Ok((Pin { storage: Arc::clone(self), write, device: true }, buf))
     }
 
     fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
@@ -395,14 +511,14 @@ impl Storage {
         } else {
             st.read_pins += 1;
         }
-        Ok((Pin { storage: Arc::clone(self), write }, p))
+        Ok((Pin { storage: Arc::clone(self), write, device: false }, p))
     }
 
     /// Device access to bytes `[start, end)` for a GPU kernel: registers a
     /// device borrow (Busy on a clash, as host operations), allocates the
     /// device buffer on first use and uploads the host copy when it is
     /// newer. Call [`Storage::device_done`] after queueing the kernel.
-    pub(crate) fn device(self: &Arc<Self>, start: usize, end: usize, write: bool) -> Result<(Borrow, wgpu::Buffer)> {
+    pub(crate) fn device(self: &Arc<Self>, start: usize, end: usize, write: bool) -> Result<(Borrow, DevBuf)> {
         let gpu = self.gpu.as_ref().ok_or_else(|| err!(Internal, "device access to a storage without a GPU"))?;
         self.check_writable(write)?;
         let mut st = lock(&self.state);
@@ -542,7 +658,11 @@ impl Storage {
         if exclusive || st.head == Head::Uninitialized {
             st.head = Head::HeadAtCpu;
         }
-        Ok(f(p))
+        let out = f(p);
+        if exclusive {
+            self.push_to_device(&mut st, start, end);
+        }
+        Ok(out)
     }
 
     fn check_clash(t: &BorrowTable, len: usize, start: usize, end: usize, exclusive: bool) -> Result<()> {
@@ -579,7 +699,10 @@ impl Storage {
         let mut st = lock(&self.state);
         // Borrows are mostly released in reverse order: look from the end.
         if let Some(i) = st.borrows.entries.iter().rposition(|e| e.id == id) {
-            st.borrows.entries.swap_remove(i);
+            let e = st.borrows.entries.swap_remove(i);
+            if e.exclusive && !e.device {
+                self.push_to_device(&mut st, e.start, e.end);
+            }
         }
     }
 
@@ -616,6 +739,8 @@ pub(crate) struct Pin {
     storage: Arc<Storage>,
     /// Whether the holder may write (a writable export) or only reads.
     write: bool,
+    /// A pin of the device copy (a `kDLCUDA` export) rather than the host's.
+    device: bool,
 }
 
 impl Pin {
@@ -628,11 +753,13 @@ impl Pin {
 impl Drop for Pin {
     fn drop(&mut self) {
         let mut st = lock(&self.storage.state);
-        if self.write {
-            st.pins = st.pins.saturating_sub(1);
-        } else {
-            st.read_pins = st.read_pins.saturating_sub(1);
-        }
+        let count = match (self.device, self.write) {
+            (false, true) => &mut st.pins,
+            (false, false) => &mut st.read_pins,
+            (true, true) => &mut st.device_pins,
+            (true, false) => &mut st.device_read_pins,
+        };
+        *count = count.saturating_sub(1);
     }
 }
 

@@ -7,8 +7,18 @@
 
 use blobcore::{Blob, BlockingDesc, DType, Engine, EngineStats, Head, TensorDesc};
 
+/// The GPU engine under test: wgpu's, or the CUDA engine when
+/// `BLOBCORE_ENGINE` names it (`cuda`, `cuda:<ordinal>`), so that this
+/// suite checks both device backends.
 fn gpu() -> Option<Engine> {
-    match Engine::gpu(None) {
+    // A fresh engine per test (as Engine::gpu gives): the counter checks
+    // must not see other tests' transfers.
+    let cuda = std::env::var("BLOBCORE_ENGINE").ok().filter(|v| v.starts_with("cuda"));
+    let opened = match cuda {
+        Some(v) => Engine::cuda(v.strip_prefix("cuda:").and_then(|o| o.parse().ok()).unwrap_or(0)),
+        None => Engine::gpu(None),
+    };
+    match opened {
         Ok(e) => Some(e),
         Err(e) => {
             eprintln!("SKIPPED: no GPU adapter ({e})");

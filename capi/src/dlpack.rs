@@ -33,6 +33,44 @@ pub extern "C" fn blob_to_dlpack(b: *mut Blob, flags: u32, out_tensor: *mut *mut
     })
 }
 
+/// Exports the device memory of a blob on a CUDA engine as a DLPack 1.x
+/// `kDLCUDA` tensor sharing it (`copy` 0) or of a new device copy (`copy`
+/// 1, flagged `IS_COPIED`). `stream` follows the array API: 1 (legacy
+/// default stream), 2 (per-thread default stream) or a `CUstream` handle
+/// — the engine's queued kernels finish before that stream may read — or
+/// -1 (no wait); 0 is `BLOB_ERR_INVALID_ARGUMENT`. While a writable export
+/// lives the device copy is the reference: blobcore's host reads fetch it
+/// and host writes are copied to it. A blob on another engine is
+/// `BLOB_ERR_UNSUPPORTED`. Free the tensor as `blob_to_dlpack`'s.
+#[no_mangle]
+pub extern "C" fn blob_to_dlpack_cuda(b: *mut Blob, stream: i64, copy: i32, out_tensor: *mut *mut DLManagedTensorVersioned) -> i32 {
+    ffi!({
+        let o = out(out_tensor, "out")?;
+        let copy = match copy {
+            0 => None,
+            1 => Some(true),
+            c => return Err(Error::InvalidArgument(format!("copy {c}: 0 (share) or 1 (copy)"))),
+        };
+        let t = handles::blob(b, "blob")?.to_dlpack_cuda(Some(stream), copy)?;
+        put(o, t.as_ptr());
+        Ok(())
+    })
+}
+
+/// The DLPack device a blob's data is exported on: `(2, ordinal)`
+/// (kDLCUDA) for a blob on a CUDA engine, `(1, 0)` (kDLCPU) otherwise.
+#[no_mangle]
+pub extern "C" fn blob_dlpack_device(b: *const Blob, out_device_type: *mut i32, out_device_id: *mut i32) -> i32 {
+    ffi!({
+        let t = out(out_device_type, "out_device_type")?;
+        let i = out(out_device_id, "out_device_id")?;
+        let (dt, id) = handles::blob(b, "blob")?.dlpack_device();
+        put(t, dt);
+        put(i, id);
+        Ok(())
+    })
+}
+
 /// Exports `b` as a legacy (pre-1.0) `DLManagedTensor`, as `blob_to_dlpack`
 /// does but without flags: a read-only blob is refused
 /// (`BLOB_ERR_READ_ONLY`), since the legacy struct cannot say so.

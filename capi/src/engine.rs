@@ -18,7 +18,8 @@ pub extern "C" fn blob_engine_cpu(out_engine: *mut *mut BlobEngine) -> i32 {
 /// Makes `engine` the default engine: what a NULL engine argument means
 /// from now on (NULL restores the CPU engine). Without this call the
 /// default is the CPU engine, or the GPU when the environment variable
-/// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`).
+/// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`), `cuda` (or
+/// `cuda:<ordinal>`).
 #[no_mangle]
 pub extern "C" fn blob_set_default_engine(engine: *const BlobEngine) -> i32 {
     ffi!({
@@ -40,7 +41,8 @@ pub extern "C" fn blob_engine(b: *const crate::handles::Blob, out_engine: *mut *
     })
 }
 
-/// Whether the engine is a GPU engine (`*out` true) or the CPU engine.
+/// Whether the engine has device memory (`*out` true: a GPU or CUDA
+/// engine) or is the CPU engine.
 #[no_mangle]
 pub extern "C" fn blob_engine_is_gpu(engine: *const BlobEngine, out: *mut bool) -> i32 {
     ffi!({
@@ -51,7 +53,10 @@ pub extern "C" fn blob_engine_is_gpu(engine: *const BlobEngine, out: *mut bool) 
 }
 
 /// Hands out a GPU engine on the adapter whose name contains `adapter_hint`
-/// (NULL = any). `BLOB_ERR_DEVICE` when no GPU engine is available.
+/// (NULL: the best hardware adapter — discrete, then integrated — and a
+/// software one only when no hardware adapter exists; see
+/// `blob_engine_is_software`). `BLOB_ERR_DEVICE` when no GPU engine is
+/// available.
 #[no_mangle]
 pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut *mut BlobEngine) -> i32 {
     ffi!({
@@ -59,6 +64,33 @@ pub extern "C" fn blob_engine_gpu(adapter_hint: *const c_char, out_engine: *mut 
         let hint = if adapter_hint.is_null() { None } else { Some(text(adapter_hint, "adapter_hint")?) };
         let e = Engine::gpu(hint)?;
         put(o, handles::issue_engine(e));
+        Ok(())
+    })
+}
+
+/// Hands out a CUDA engine on NVIDIA GPU `ordinal` (0 is the first),
+/// through the CUDA driver loaded at run time. `BLOB_ERR_DEVICE` on a
+/// machine without a CUDA driver or without that GPU; a negative ordinal
+/// is `BLOB_ERR_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn blob_engine_cuda(ordinal: i32, out_engine: *mut *mut BlobEngine) -> i32 {
+    ffi!({
+        let o = out(out_engine, "out")?;
+        let ordinal = usize::try_from(ordinal).map_err(|_| blobcore::Error::InvalidArgument(format!("CUDA device ordinal {ordinal} is negative")))?;
+        put(o, handles::issue_engine(Engine::cuda(ordinal)?));
+        Ok(())
+    })
+}
+
+/// Whether the engine is a GPU engine on a software adapter (lavapipe,
+/// llvmpipe, SwiftShader, WARP: `*out` true), which runs on the CPU and is
+/// slower than the CPU engine. False for the CPU, CUDA and hardware GPU
+/// engines.
+#[no_mangle]
+pub extern "C" fn blob_engine_is_software(engine: *const BlobEngine, out: *mut bool) -> i32 {
+    ffi!({
+        let o = crate::status::out(out, "out")?;
+        put(o, handles::engine(engine)?.is_software());
         Ok(())
     })
 }

@@ -1,12 +1,21 @@
-//! Prints the GPU adapter blobcore's GPU engine would use, or says why
-//! there is none (exit code 77, which `make test` reads as "skip the GPU
-//! suites"). `cargo run -p blobcore --example gpu_info [adapter-name-part]`
+//! Prints every GPU adapter wgpu finds (name, kind, backend, driver) and
+//! the one blobcore's GPU engine opens, or says why there is none (exit
+//! code 77, which `make test` reads as "skip the GPU suites").
+//! `cargo run -p blobcore --example gpu_info [adapter-name-part]`
+use blobcore::engine::gpu;
 use blobcore::Engine;
 
 fn main() {
     let hint = std::env::args().nth(1);
+    for a in gpu::adapters() {
+        println!("adapter: {} [{}, {}] {}", a.name, a.kind.name(), a.backend, a.driver);
+    }
     match Engine::gpu(hint.as_deref()) {
-        Ok(e) => println!("GPU adapter: {}", e.adapter_name().unwrap_or_default()),
+        Ok(e) => println!(
+            "GPU adapter: {} ({})",
+            e.adapter_name().unwrap_or_default(),
+            e.adapter_kind().map(|k| k.name()).unwrap_or_default()
+        ),
         Err(e) => {
             println!("no GPU engine: {e}");
             std::process::exit(77);

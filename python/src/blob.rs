@@ -919,6 +919,10 @@ impl PyBlob {
 
     /// DLPack export: a capsule sharing the blob's memory (``copy=True``
     /// exports a copy). Versioned (DLPack 1.1) when ``max_version >= (1, 0)``.
+    /// A blob on a CUDA engine exports its device memory (``kDLCUDA``)
+    /// unless ``dl_device=(1, 0)`` asks for the host copy; ``stream``
+    /// follows the array API (None, 1, 2 or a stream handle: the engine's
+    /// queued kernels finish first; -1: no wait).
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
         &self,
@@ -928,18 +932,23 @@ impl PyBlob {
         dl_device: Option<(i32, i32)>,
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        if let Some(s) = stream {
-            if !s.is_none() {
+        let stream: Option<i64> = match stream {
+            Some(s) if !s.is_none() => Some(s.extract().map_err(|_| PyTypeError::new_err("stream must be None or an int"))?),
+            _ => None,
+        };
+        let here = self.b.dlpack_device();
+        let target = dl_device.unwrap_or(here);
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        if target == dlpack::CPU_DEVICE {
+            if stream.is_some() && here == dlpack::CPU_DEVICE {
                 return Err(PyBufferError::new_err("stream must be None for a CPU blob"));
             }
+            return dlpack::produce(py, &self.b, versioned, copy, None);
         }
-        if let Some(d) = dl_device {
-            if d != dlpack::CPU_DEVICE {
-                return Err(PyBufferError::new_err(format!("cannot export a CPU blob to DLPack device {d:?}")));
-            }
+        if target != here {
+            return Err(PyBufferError::new_err(format!("cannot export a blob on DLPack device {here:?} to device {target:?}")));
         }
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        dlpack::produce(py, &self.b, versioned, copy)
+        dlpack::produce(py, &self.b, versioned, copy, Some(stream))
     }
 
     /// DLPack 1.3's C exchange API: a capsule named
@@ -1101,7 +1110,7 @@ impl PyBlob {
 
     /// The DLPack device: ``(1, 0)`` (CPU).
     fn __dlpack_device__(&self) -> (i32, i32) {
-        dlpack::CPU_DEVICE
+        self.b.dlpack_device()
     }
 
     fn __len__(&self) -> PyResult<usize> {

@@ -40,18 +40,28 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 /// (for consumers without `max_version`: `to_dlpack_legacy_copy`, the
 /// same rule; a read-only blob, which the legacy struct cannot mark, is
 /// refused). Failures are BufferErrors (the array API's word).
-pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, copy: Option<bool>) -> PyResult<Py<PyAny>> {
+/// `cuda`: `Some(stream)` exports the device memory of a CUDA blob
+/// (`to_dlpack_cuda`, with the array API's stream rule).
+pub fn produce(py: Python<'_>, b: &Blob, versioned: bool, copy: Option<bool>, cuda: Option<Option<i64>>) -> PyResult<Py<PyAny>> {
     let buffer_err = |e: Error| pyo3::exceptions::PyBufferError::new_err(e.to_string());
     let (ptr, name) = if versioned {
-        (b.to_dlpack_copy(copy).map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_VERSIONED)
+        let t = match cuda {
+            Some(stream) => b.to_dlpack_cuda(stream, copy),
+            None => b.to_dlpack_copy(copy),
+        };
+        (t.map_err(buffer_err)?.as_ptr() as *mut c_void, NAME_VERSIONED)
     } else {
-        let t = b.to_dlpack_legacy_copy(copy).map_err(|e| match e {
+        let t = match cuda {
+            Some(stream) => b.to_dlpack_cuda_legacy(stream, copy).map(|t| t.as_ptr()),
+            None => b.to_dlpack_legacy_copy(copy).map(|t| t.as_ptr()),
+        };
+        let t = t.map_err(|e| match e {
             Error::ReadOnly(_) => pyo3::exceptions::PyBufferError::new_err(
                 "a read-only blob needs a DLPack 1.x consumer (max_version >= (1, 0)) to mark it read-only; or pass copy=True",
             ),
             e => buffer_err(e),
         })?;
-        (t.as_ptr() as *mut c_void, NAME_LEGACY)
+        (t as *mut c_void, NAME_LEGACY)
     };
     // SAFETY: ptr is a live managed tensor; the name is a static C string;
     // the destructor frees the tensor unless a consumer renamed the capsule.

@@ -28,7 +28,38 @@ impl PyEngine {
         Ok(PyEngine { e: core(Engine::gpu(adapter))? })
     }
 
-    /// The engine's name ("cpu" or "gpu").
+    /// A CUDA engine on NVIDIA GPU ``ordinal`` (0 is the first), through
+    /// the CUDA driver loaded at run time. Raises ``DeviceError`` on a
+    /// machine without a CUDA driver or without that GPU.
+    #[staticmethod]
+    #[pyo3(signature = (ordinal=0))]
+    fn cuda(ordinal: usize) -> PyResult<Self> {
+        Ok(PyEngine { e: core(Engine::cuda(ordinal))? })
+    }
+
+    /// Every GPU adapter wgpu finds, as ``(name, kind, backend, driver)``
+    /// tuples; kind is "discrete", "integrated", "virtual", "other" or
+    /// "software". ``Engine.gpu()`` opens a hardware one when there is one.
+    #[staticmethod]
+    fn adapters() -> Vec<(String, &'static str, String, String)> {
+        blobcore::engine::gpu::adapters().into_iter().map(|a| (a.name, a.kind.name(), a.backend, a.driver)).collect()
+    }
+
+    /// True for a GPU engine on a software adapter (lavapipe, llvmpipe,
+    /// SwiftShader, WARP), which runs on the CPU.
+    #[getter]
+    fn is_software(&self) -> bool {
+        self.e.is_software()
+    }
+
+    /// The adapter's kind for a GPU or CUDA engine ("discrete", …,
+    /// "software"); None for the CPU engine.
+    #[getter]
+    fn adapter_kind(&self) -> Option<&'static str> {
+        self.e.adapter_kind().map(|k| k.name())
+    }
+
+    /// The engine's name ("cpu", "gpu" or "cuda").
     #[getter]
     fn name(&self) -> &'static str {
         self.e.name()
@@ -64,15 +95,25 @@ impl PyEngine {
         PyEngineStats { s: self.e.stats() }
     }
 
+    /// Waits until the engine has finished every operation queued so far
+    /// (GPU and CUDA kernels run asynchronously; blobcore's own reads wait
+    /// by themselves — call this before another library reads device
+    /// memory it shares with a blob). Releases the GIL while waiting.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        let e = self.e.clone();
+        core(py.detach(move || e.synchronize()))
+    }
+
     /// Sets the counters back to zero.
     fn reset_stats(&self) {
         self.e.reset_stats();
     }
 
     fn __repr__(&self) -> String {
-        match self.e.adapter_name() {
-            Some(a) => format!("blobcore.Engine.gpu({a:?})"),
-            None => format!("blobcore.Engine.{}()", self.e.name()),
+        match (self.e.device().and_then(|g| g.cuda()), self.e.adapter_name()) {
+            (Some(c), _) => format!("blobcore.Engine.cuda({})", c.ordinal()),
+            (None, Some(a)) => format!("blobcore.Engine.gpu({a:?})"),
+            (None, None) => format!("blobcore.Engine.{}()", self.e.name()),
         }
     }
 

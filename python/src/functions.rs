@@ -192,19 +192,24 @@ pub fn split_objects(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_,
 /// ``copy=None`` shares when it can (strided or misaligned tensors are
 /// copied); ``copy=True`` always copies; ``copy=False`` never copies and
 /// raises BufferError when it would have to. Tensors flagged read-only
-/// give read-only blobs. ``device`` must be None, "cpu" or ``(1, 0)``;
-/// ``engine`` places the result (a GPU engine uploads on first use).
+/// give read-only blobs. ``device`` must be None, "cpu" or ``(1, 0)`` —
+/// or, with a CUDA engine, "cuda" / ``(2, ordinal)``; ``engine`` places
+/// the result (a GPU engine uploads on first use; a CUDA engine takes
+/// CUDA tensors of its device without a trip through the host, passing
+/// its stream to the producer).
 #[pyfunction]
 #[pyo3(signature = (obj, *, device=None, copy=None, engine=None))]
 pub fn from_dlpack(obj: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>, copy: Option<bool>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
     let engine = engine_of(engine)?;
+    let cuda_stream = engine.cuda_stream();
     if let Some(d) = device {
-        let cpu = d.is_none()
-            || d.extract::<String>().is_ok_and(|s| s == "cpu")
-            || d.extract::<(i32, i32)>().is_ok_and(|t| t == dlpack::CPU_DEVICE);
-        if !cpu {
+        let mine = engine.device().and_then(|g| g.cuda()).map(|c| (blobcore::dlpack::DL_CUDA, c.ordinal() as i32));
+        let ok = d.is_none()
+            || d.extract::<String>().is_ok_and(|s| s == "cpu" || (s == "cuda" && mine.is_some()))
+            || d.extract::<(i32, i32)>().is_ok_and(|t| t == dlpack::CPU_DEVICE || Some(t) == mine);
+        if !ok {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "from_dlpack: device {} is not supported (None, \"cpu\" or (1, 0))",
+                "from_dlpack: device {} is not supported (None, \"cpu\" or (1, 0); \"cuda\" or (2, ordinal) with a CUDA engine on that device)",
                 d.repr()?
             )));
         }
@@ -212,6 +217,14 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>, co
     let capsule = if obj.hasattr("__dlpack__")? {
         let kwargs = pyo3::types::PyDict::new(obj.py());
         kwargs.set_item("max_version", (1u32, 1u32))?;
+        // A CUDA producer makes its data ready for this engine's stream.
+        if let Some(s) = cuda_stream {
+            let on_cuda = obj.hasattr("__dlpack_device__")?
+                && obj.call_method0("__dlpack_device__")?.extract::<(i32, i32)>().is_ok_and(|d| d.0 == blobcore::dlpack::DL_CUDA);
+            if on_cuda {
+                kwargs.set_item("stream", s)?;
+            }
+        }
         match obj.call_method("__dlpack__", (), Some(&kwargs)) {
             Ok(c) => c,
             // Producers older than DLPack 1.0 take no keywords.

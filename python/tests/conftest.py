@@ -14,7 +14,26 @@ NUMPY_DTYPES = [bc.float32, bc.int32, bc.float64, bc.int64, bc.uint8, bc.int8, b
 # whole suite on the GPU engine (`make test` runs it on both). GPU
 # reductions add f32 partials and promise 1e-5 relative; the CPU's f64
 # accumulation is exact to rounding.
-ON_GPU = bc.Engine.default().name == "gpu"
+# The GPU and CUDA engines add f32 partials on the device.
+ON_GPU = bc.Engine.default().name in ("gpu", "cuda")
+ON_CUDA = bc.Engine.default().name == "cuda"
+
+# NumPy's from_dlpack as NumPy ships it (the shim below replaces it on CUDA).
+NP_FROM_DLPACK = np.from_dlpack
+
+if ON_CUDA:
+    # A CUDA engine's blob is a device array to DLPack (`__dlpack_device__`
+    # is (2, ordinal), as for a torch or CuPy CUDA tensor), and NumPy
+    # refuses device arrays unless asked for a host copy by name:
+    # `np.from_dlpack(b, device="cpu")`, which is what users write. The
+    # suite's host round trips of blobs go that way when it runs on the
+    # CUDA engine (test_cuda.py checks NumPy's refusal without it).
+    def _from_dlpack(x, /, *, device=None, copy=None):
+        if device is None and isinstance(x, bc.Blob) and x.__dlpack_device__()[0] == 2:
+            device = "cpu"
+        return NP_FROM_DLPACK(x, device=device, copy=copy)
+
+    np.from_dlpack = _from_dlpack
 REDUCE_REL = 1e-5 if ON_GPU else 1e-12
 
 

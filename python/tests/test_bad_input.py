@@ -154,7 +154,7 @@ ROWS = [
     (lambda f: f.a.astype("complex64"), bc.DTypeError, "complex64"),
     (lambda f: f.a.__array__(np.float64, copy=False), ValueError, "avoid copy"),
     (lambda f: bc.from_dlpack([1.0]), TypeError, "no __dlpack__"),
-    (lambda f: bc.from_dlpack(f.a, device="cuda"), ValueError, "device"),
+    (lambda f: bc.from_dlpack(f.a, device="cuda", engine=bc.Engine.cpu()), ValueError, "device"),
     (lambda f: f.blk.__dlpack__(copy=False), BufferError, "blocked"),
     (lambda f: f.blk.__dlpack__(max_version=(1, 1), copy=False), BufferError, "blocked"),
     (lambda f: bc.from_dlpack(np.arange(3, dtype=np.complex64)), bc.DTypeError, "no blobcore dtype"),
@@ -432,6 +432,15 @@ ROWS = [
     (lambda f: bc.Blob.vector(2**50, dtype=bc.uint8).fill(0), bc.OutOfMemoryError, ""),
     (lambda f: bc.Blob.vector(2**48).asum(), bc.OutOfMemoryError, ""),
     (lambda f: bc.Engine.gpu("no adapter is called this"), bc.DeviceError, "no adapter is called this"),
+    (lambda f: bc.Engine.cuda(-1), OverflowError, ""),
+    (lambda f: bc.Engine.cuda("0"), TypeError, ""),
+    (lambda f: bc.Engine.cuda(4096), bc.DeviceError, "cuda"),
+    # DLPack device exchange: a CPU blob has no CUDA memory; streams are ints
+    (lambda f: bc.Blob.vector(3, engine=bc.Engine.cpu()).__dlpack__(dl_device=(2, 0)), BufferError, "cannot export"),
+    (lambda f: f.a.__dlpack__(stream="x"), TypeError, "stream"),
+    (lambda f: bc.Blob.vector(3, engine=bc.Engine.cpu()).__dlpack__(stream=1), BufferError, "stream must be none"),
+    (lambda f: bc.from_dlpack(np.zeros(3, np.float32), device="cuda", engine=bc.Engine.cpu()), ValueError, "not supported"),
+    (lambda f: bc.from_dlpack(np.zeros(3, np.float32), device=(2, 0), engine=bc.Engine.cpu()), ValueError, "not supported"),
     (lambda f: bc.Engine.set_default("gpu"), TypeError, ""),
 ]
 

@@ -106,7 +106,7 @@ def test_view_and_exported_array_outlive_their_blob():
 
 @pytest.mark.parametrize("versioned", [True, False])
 def test_dlpack_export_to_numpy(versioned):
-    b = bc.Blob.tensor([2, 3], dtype=bc.int64)
+    b = bc.Blob.tensor([2, 3], dtype=bc.int64, engine=bc.Engine.cpu())
     b.fill(7)
     assert b.__dlpack_device__() == (1, 0)
     cap = b.__dlpack__(max_version=(1, 1) if versioned else None)
@@ -131,7 +131,7 @@ def test_unused_capsule_is_freed_and_pins_memory():
 
 
 def test_dlpack_rejects_other_devices_and_streams():
-    b = bc.Blob.vector(2)
+    b = bc.Blob.vector(2, engine=bc.Engine.cpu())
     with pytest.raises(BufferError):
         b.__dlpack__(dl_device=(2, 0))
     with pytest.raises(BufferError):

@@ -128,7 +128,7 @@ OPS = {
     "merge": lambda t: bc.merge([W, W], 0), "split": lambda t: bc.split(A, [32, 32], 0),
     "merge_into": lambda t: bc.merge_into([R[:4], R[4:]], R, 0), "getitem": lambda t: A[1, ::3],
     "setitem": lambda t: A.__setitem__((slice(0, 2), 0), t),
-    "iter": lambda t: next(iter(A)), "dlpack": lambda t: np.from_dlpack(V), "asarray": lambda t: np.asarray(N).sum(),
+    "iter": lambda t: next(iter(A)), "dlpack": lambda t: np.from_dlpack(V, device="cpu") if V.__dlpack_device__()[0] == 2 else np.from_dlpack(V), "asarray": lambda t: np.asarray(N).sum(),
     # one element at a time (issue 29), on the same memory through other doors
     "getelement": lambda t: random.choice([A, N, D])[t % 64, -1], "getelement_view": lambda t: V[1, t % 128],
     "setelement": lambda t: random.choice([A, N, D, V]).__setitem__((t % 64, 3), float(t)),

@@ -411,6 +411,28 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_UNSUPPORTED, "blocked", blob_to_dlpack(blk, 0, &tv));
         BAD(BLOB_ERR_UNSUPPORTED, "blocked", blob_to_dlpack_legacy(blk, &tl));
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_to_dlpack_legacy(a, NULL));
+        /* kDLCUDA exports: a CPU blob has no device memory; bad stream and
+         * copy. The blob is made on the CPU engine by name (the default
+         * engine may be CUDA's under BLOBCORE_ENGINE=cuda). */
+        {
+            BlobEngine *cpu = NULL;
+            Blob *h = NULL;
+            int32_t dt = -7, id = -7;
+            const int64_t hd[1] = {4};
+            CHECK(blob_engine_cpu(&cpu) == BLOB_OK);
+            CHECK(blob_create_tensor(cpu, BLOB_F32, hd, 1, &h) == BLOB_OK);
+            BAD(BLOB_ERR_UNSUPPORTED, "CUDA engine", blob_to_dlpack_cuda(h, 1, 0, &tv));
+            BAD(BLOB_ERR_INVALID_ARGUMENT, "copy", blob_to_dlpack_cuda(h, 1, 5, &tv));
+            BAD(BLOB_ERR_NULL_POINTER, "out", blob_to_dlpack_cuda(h, 1, 0, NULL));
+            BAD(BLOB_ERR_INVALID_HANDLE, "", blob_to_dlpack_cuda(fake, 1, 0, &tv));
+            BAD(BLOB_ERR_NULL_POINTER, "out_device_type", blob_dlpack_device(h, NULL, &id));
+            BAD(BLOB_ERR_NULL_POINTER, "out_device_id", blob_dlpack_device(h, &dt, NULL));
+            BAD(BLOB_ERR_INVALID_HANDLE, "", blob_dlpack_device(fake, &dt, &id));
+            CHECK(dt == -7 && id == -7);
+            CHECK(blob_dlpack_device(h, &dt, &id) == BLOB_OK && dt == 1 && id == 0);
+            blob_free(h);
+            blob_engine_free(cpu);
+        }
         BAD(BLOB_ERR_NULL_POINTER, "NULL", blob_from_dlpack(NULL, NULL, &out));
         BAD(BLOB_ERR_NULL_POINTER, "NULL", blob_from_dlpack_legacy(NULL, NULL, &out));
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_from_dlpack(NULL, tv, NULL));
@@ -710,6 +732,10 @@ int main(int argc, char **argv) {
         close(pipefd[1]);
     }
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_is_gpu((BlobEngine *)fake, &flag));
+    BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_is_software((BlobEngine *)fake, &flag));
+    BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_is_software(NULL, NULL));
+    BAD(BLOB_ERR_NULL_POINTER, "out", blob_engine_cuda(0, NULL));
+    BAD(BLOB_ERR_INVALID_ARGUMENT, "negative", blob_engine_cuda(-1, &eng_out));
     BAD(BLOB_ERR_NULL_POINTER, "", blob_engine_cpu(NULL));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_set_default_engine((BlobEngine *)fake));
     BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine(fake, &eng_out));

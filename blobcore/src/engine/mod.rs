@@ -3,8 +3,11 @@
 //! setup; the GPU engine ([`gpu`], on wgpu) is created explicitly with
 //! [`Engine::gpu`].
 
+pub mod adapter;
 pub mod cpu;
+pub mod cuda;
 pub mod gpu;
+mod wgpu_device;
 pub(crate) mod pool;
 
 use std::fmt;
@@ -23,6 +26,9 @@ pub enum EngineKind {
     /// A wgpu device: blobs keep a device buffer next to their host
     /// memory, synced lazily; operations run as WGSL kernels.
     Gpu,
+    /// An NVIDIA GPU through the CUDA driver API: the same heads over
+    /// device memory, operations as CUDA kernels, DLPack `kDLCUDA`.
+    Cuda,
 }
 
 /// Transfer and kernel counters of an engine ([`Engine::stats`]), monotonic
@@ -63,12 +69,25 @@ impl Engine {
     }
 
     /// A new GPU engine on the first adapter whose name contains
-    /// `adapter_hint` (wgpu's preferred adapter when `None`), with its own
-    /// device and queue; its kernels are compiled here, once. No adapter is
-    /// `Error::Device`, naming the adapters found.
+    /// `adapter_hint`, or without one on the best hardware adapter
+    /// (discrete, then integrated, then virtual), falling back to a
+    /// software one (lavapipe, llvmpipe, SwiftShader, WARP) only when no
+    /// hardware adapter exists — [`Engine::is_software`] says which it got.
+    /// It has its own device and queue; its kernels are compiled here,
+    /// once. No adapter is `Error::Device`, naming the adapters found.
     pub fn gpu(adapter_hint: Option<&str>) -> crate::Result<Engine> {
         let g = gpu::Gpu::open(adapter_hint)?;
         Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Gpu, gpu: Some(Arc::new(g)) }) })
+    }
+
+    /// A new CUDA engine on NVIDIA GPU `ordinal` (0 is the first), with
+    /// its own stream; kernels come from NVRTC when `libnvrtc` is present
+    /// and from blobcore's precompiled PTX otherwise. The driver library
+    /// is loaded at run time: a machine without one (or without that GPU)
+    /// gets `Error::Device`, never a crash.
+    pub fn cuda(ordinal: usize) -> crate::Result<Engine> {
+        let g = gpu::Gpu::open_cuda(ordinal)?;
+        Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cuda, gpu: Some(Arc::new(g)) }) })
     }
 
     /// The engine's transfer and kernel counters (all zero on the CPU).
@@ -90,7 +109,8 @@ impl Engine {
     /// The default engine: what the C API's NULL engine and Python's
     /// `engine=None` mean. It is the CPU engine unless
     /// [`Engine::set_default`] chose another, or the environment variable
-    /// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`), which
+    /// `BLOBCORE_ENGINE` is `gpu` (or `gpu:<adapter name part>`), `cuda`
+    /// (or `cuda:<ordinal>`), which
     /// runs unmodified programs — and the test suites — on a GPU. A GPU
     /// named there but missing is `Error::Device` here.
     pub fn default_engine() -> crate::Result<Engine> {
@@ -101,11 +121,13 @@ impl Engine {
             .get_or_init(|| match std::env::var("BLOBCORE_ENGINE").as_deref() {
                 Err(_) | Ok("") | Ok("cpu") => Ok(Engine::cpu()),
                 Ok("gpu") => Engine::gpu(None),
-                Ok(v) => match v.strip_prefix("gpu:") {
-                    Some(hint) => Engine::gpu(Some(hint)),
-                    None => Err(crate::error::err!(
+                Ok("cuda") => Engine::cuda(0),
+                Ok(v) => match (v.strip_prefix("gpu:"), v.strip_prefix("cuda:").map(str::parse::<usize>)) {
+                    (Some(hint), _) => Engine::gpu(Some(hint)),
+                    (_, Some(Ok(ordinal))) => Engine::cuda(ordinal),
+                    _ => Err(crate::error::err!(
                         InvalidArgument,
-                        "BLOBCORE_ENGINE={v:?} is not \"cpu\", \"gpu\" or \"gpu:<adapter>\""
+                        "BLOBCORE_ENGINE={v:?} is not \"cpu\", \"gpu\", \"gpu:<adapter>\", \"cuda\" or \"cuda:<ordinal>\""
                     )),
                 },
             })
@@ -132,9 +154,20 @@ impl Engine {
         self.inner.gpu.as_deref()
     }
 
-    /// True for a GPU engine.
+    /// True for an engine with device memory (wgpu or CUDA).
     pub fn is_gpu(&self) -> bool {
-        self.inner.kind == EngineKind::Gpu
+        self.inner.kind != EngineKind::Cpu
+    }
+
+    /// The CUDA engine's stream (`CUstream`) as an integer, for DLPack's
+    /// `stream` argument (`None` for other engines).
+    pub fn cuda_stream(&self) -> Option<usize> {
+        self.device().and_then(|g| g.cuda()).map(|c| c.stream_handle())
+    }
+
+    /// True for a CUDA engine.
+    pub fn is_cuda(&self) -> bool {
+        self.inner.kind == EngineKind::Cuda
     }
 
     /// The GPU behind this engine, if it is one.
@@ -147,6 +180,17 @@ impl Engine {
         self.inner.gpu.as_ref().map(|g| g.adapter_name().to_string())
     }
 
+    /// The kind of the GPU engine's adapter (`None` for the CPU engine).
+    pub fn adapter_kind(&self) -> Option<adapter::AdapterKind> {
+        self.inner.gpu.as_ref().map(|g| g.adapter_kind())
+    }
+
+    /// True for a GPU engine on a software adapter (lavapipe and the like),
+    /// which runs on the CPU and is slower than the CPU engine.
+    pub fn is_software(&self) -> bool {
+        self.adapter_kind().is_some_and(|k| k.is_software())
+    }
+
     /// The engine's kind.
     pub fn kind(&self) -> EngineKind {
         self.inner.kind
@@ -157,6 +201,7 @@ impl Engine {
         match self.inner.kind {
             EngineKind::Cpu => "cpu",
             EngineKind::Gpu => "gpu",
+            EngineKind::Cuda => "cuda",
         }
     }
 

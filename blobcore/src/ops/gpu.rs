@@ -9,7 +9,7 @@
 
 use crate::blob::{Blob, Region};
 use crate::dtype::{DType, Element};
-use crate::engine::gpu::{Elementwise, Gpu, Reduction};
+use crate::engine::gpu::{DevBuf, Elementwise, Gpu, Reduction};
 use crate::error::Result;
 use crate::storage::Borrow;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ pub(crate) fn common_gpu(blobs: &[&Blob]) -> Option<Arc<Gpu>> {
 /// One blob's words on the device, borrowed for the kernel.
 struct Side {
     region: Region,
-    buffer: wgpu::Buffer,
+    buffer: DevBuf,
     /// First word and number of words of the region.
     off: usize,
     words: usize,
@@ -61,7 +61,7 @@ impl Side {
 
 /// The source's buffer and word offset, copied to a temporary buffer when
 /// it is the destination's (a kernel cannot bind one buffer twice).
-fn source(g: &Gpu, dst: &Side, src: &Side) -> Result<(wgpu::Buffer, usize)> {
+fn source(g: &Gpu, dst: &Side, src: &Side) -> Result<(DevBuf, usize)> {
     if dst.same_buffer(src) {
         Ok((g.temp_copy(&src.buffer, src.off, src.words)?, 0))
     } else {

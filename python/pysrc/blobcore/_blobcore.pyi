@@ -23,16 +23,34 @@ class Engine:
     def cpu() -> Engine: ...
     @staticmethod
     def gpu(adapter: str | None = None) -> Engine:
-        """Raises DeviceError when no GPU adapter is available."""
+        """A wgpu engine: the adapter whose name contains `adapter`, else the
+        best hardware adapter (a software one only when there is no other).
+        Raises DeviceError when no GPU adapter is available."""
+    @staticmethod
+    def cuda(ordinal: int = 0) -> Engine:
+        """A CUDA engine on NVIDIA GPU `ordinal` (driver loaded at run time).
+        Raises DeviceError without a CUDA driver or that GPU."""
+    @staticmethod
+    def adapters() -> list[tuple[str, str, str, str]]:
+        """Every wgpu adapter as (name, kind, backend, driver)."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """"cpu", "gpu" or "cuda"."""
     @property
     def adapter(self) -> str | None: ...
+    @property
+    def adapter_kind(self) -> Literal["discrete", "integrated", "virtual", "other", "software"] | None: ...
+    @property
+    def is_software(self) -> bool:
+        """True for a GPU engine on lavapipe, llvmpipe, SwiftShader or WARP."""
     @staticmethod
     def default() -> Engine: ...
     @staticmethod
     def set_default(engine: Engine) -> None: ...
     def stats(self) -> EngineStats: ...
+    def synchronize(self) -> None:
+        """Waits for every queued GPU/CUDA operation (before another library
+        reads device memory a blob shares)."""
     def reset_stats(self) -> None: ...
 
 class EngineStats:
@@ -296,12 +314,16 @@ class Blob:
     def __dlpack__(
         self,
         *,
-        stream: Any = None,
+        stream: int | None = None,
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> Any: ...
-    def __dlpack_device__(self) -> tuple[int, int]: ...
+    ) -> Any:
+        """A DLPack capsule; a CUDA engine's blob exports its device memory
+        (kDLCUDA) unless dl_device=(1, 0). stream: None, 1, 2 or a CUDA
+        stream handle (queued kernels finish first), or -1 (no wait)."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(1, 0) for host memory, (2, ordinal) for a CUDA engine's blob."""
     # DLPack 1.3's C exchange API: a PyCapsule named "dlpack_exchange_api"
     # holding a static DLPackExchangeAPI table (C consumers look it up on the type).
     __dlpack_c_exchange_api__: ClassVar[Any]
@@ -316,7 +338,9 @@ def merge_objects(blobs: Sequence[Blob], to: Blob) -> None: ...
 def split_objects(blob: Blob, tos: Sequence[Blob]) -> None: ...
 def from_dlpack(obj: Any, *, device: Any = None, copy: bool | None = None, engine: Engine | None = None) -> Blob:
     """The array API's from_dlpack: shares memory when it can; copy=True
-    always copies, copy=False raises BufferError when it would have to."""
+    always copies, copy=False raises BufferError when it would have to.
+    With a CUDA engine, CUDA tensors of its device are taken on the device
+    (the engine's stream is passed to the producer)."""
 def from_shared_fd(fd: int, shape: Sequence[int], dtype: DTypeLike = None, offset: int = 0, engine: Engine | None = None) -> Blob:
     """A dense blob over the shared memory file fd (duplicated), offset bytes in:
     what Blob.shared_fd() gave another process."""
