@@ -430,6 +430,18 @@ impl Blob {
         Ok((self.copy()?.export_cuda(true)?, true))
     }
 
+    /// The export a consumer gets without naming a device (DLPack's C
+    /// exchange API, `__dlpack__()`): a CUDA blob's device memory, ready
+    /// for any stream (the engine's queued kernels are waited for), and
+    /// any other blob's host memory — by [`Blob::to_dlpack_copy`]'s copy
+    /// rule either way.
+    pub fn to_dlpack_native(&self, copy: Option<bool>) -> Result<NonNull<DLManagedTensorVersioned>> {
+        if self.dlpack_device().0 == DL_CUDA {
+            return self.to_dlpack_cuda(Some(1), copy);
+        }
+        self.to_dlpack_copy(copy)
+    }
+
     /// Exports a CUDA engine's blob as a DLPack 1.x `kDLCUDA` tensor of its
     /// device memory (the array API's `__dlpack__` on a CUDA device):
     /// `copy` as in [`Blob::to_dlpack_copy`] (a copy is made on the

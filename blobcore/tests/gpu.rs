@@ -315,6 +315,11 @@ fn row_copies_and_tiled_transposes_equal_the_host() {
         (vec![33, 9, 64], vec![1, 0, 2]),  // outer transpose: row copies
         (vec![64, 100, 256], vec![1, 0, 2]), // long aligned runs: four words per thread
         (vec![2, 3, 5], vec![2, 1, 0]),     // small: the strided kernel
+        (vec![20, 9, 40], vec![2, 1, 0]),   // the batch dim between the swapped ones
+        (vec![4, 3, 50], vec![0, 2, 1]),    // NCHW -> NHWC at C = 3: a short side
+        (vec![4, 50, 3], vec![0, 2, 1]),    // NHWC -> NCHW at C = 3
+        (vec![6, 5, 7, 16], vec![2, 1, 0, 3]), // contiguous runs under three outer dims
+        (vec![6, 5, 7, 16], vec![3, 1, 2, 0]), // the inner and outer axes swap
     ] {
         let n: usize = dims.iter().product();
         let v = data(n);

@@ -30,7 +30,9 @@ impl PyEngine {
 
     /// A CUDA engine on NVIDIA GPU ``ordinal`` (0 is the first), through
     /// the CUDA driver loaded at run time. Raises ``DeviceError`` on a
-    /// machine without a CUDA driver or without that GPU.
+    /// machine without a CUDA driver or without that GPU. Each call opens
+    /// a new engine with its own stream and compiles its kernels (about a
+    /// tenth of a second): make one and keep it.
     #[staticmethod]
     #[pyo3(signature = (ordinal=0))]
     fn cuda(ordinal: usize) -> PyResult<Self> {

@@ -65,7 +65,7 @@ unsafe extern "C" fn from_py_object(py_object: *mut c_void, out: *mut *mut DLMan
         // SAFETY: a live Python object the caller holds a reference to.
         let obj = unsafe { Borrowed::from_ptr(py, py_object as *mut ffi::PyObject) };
         let blob = obj.cast::<PyBlob>().map_err(|_| PyTypeError::new_err("DLPack exchange: the object is not a blobcore.Blob"))?;
-        let t = blob.get().b.to_dlpack_copy(None).map_err(|e| PyBufferError::new_err(e.to_string()))?;
+        let t = blob.get().b.to_dlpack_native(None).map_err(|e| PyBufferError::new_err(e.to_string()))?;
         // SAFETY: `out` is a valid pointer (checked non-NULL) the caller owns.
         unsafe { *out = t.as_ptr() };
         Ok(())
@@ -134,7 +134,8 @@ unsafe extern "C" fn allocate(
 }
 
 unsafe extern "C" fn current_work_stream(_device_type: i32, _device_id: i32, out_current_stream: *mut *mut c_void) -> c_int {
-    // blobcore runs no streams: every export is ready when handed over.
+    // Every export is ready when handed over: host exports need no stream,
+    // and CUDA exports wait for the engine's stream first (to_dlpack_native).
     if !out_current_stream.is_null() {
         // SAFETY: a valid pointer the caller owns.
         unsafe { *out_current_stream = std::ptr::null_mut() };

@@ -27,7 +27,7 @@ pub struct Gpu {
 
 enum Backend {
     Wgpu(Box<Wgpu>),
-    Cuda(Cuda),
+    Cuda(Box<Cuda>),
 }
 
 /// A device buffer of either backend; clones share the allocation.
@@ -174,7 +174,7 @@ impl Gpu {
 
     /// Opens CUDA device `ordinal` (see [`crate::Engine::cuda`]).
     pub(crate) fn open_cuda(ordinal: usize) -> Result<Gpu> {
-        Ok(Gpu { backend: Backend::Cuda(Cuda::open(ordinal)?) })
+        Ok(Gpu { backend: Backend::Cuda(Box::new(Cuda::open(ordinal)?)) })
     }
 
     /// The CUDA device behind this GPU, if it is one.
@@ -293,7 +293,23 @@ impl Gpu {
     /// c < cols.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn transpose(&self, dst: &DevBuf, src: &DevBuf, planes: usize, rows: usize, cols: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
-        on!(self, w => w.transpose(wbuf(dst)?, wbuf(src)?, planes, rows, cols, d, s), c => c.transpose(cbuf(dst)?, cbuf(src)?, planes, rows, cols, d, s))
+        on!(self,
+            w => {
+                if rows < 8 || cols < 8 {
+                    // Tiles of a short side would be mostly empty: wgpu's
+                    // strided kernel takes it (CUDA has narrow kernels).
+                    let c = Strided {
+                        dims: vec![planes, cols, rows],
+                        dst_off: d.0,
+                        dst_strides: vec![d.2 as isize, d.1 as isize, 1],
+                        src_off: s.0,
+                        src_strides: vec![s.2 as isize, 1, s.1 as isize],
+                    };
+                    return w.strided_copy(wbuf(dst)?, wbuf(src)?, &c);
+                }
+                w.transpose(wbuf(dst)?, wbuf(src)?, planes, rows, cols, d, s)
+            },
+            c => c.transpose(cbuf(dst)?, cbuf(src)?, planes, rows, cols, d, s))
     }
 
     /// The strided-copy kernel; `c` is in words.

@@ -84,7 +84,9 @@ impl Engine {
     /// its own stream; kernels come from NVRTC when `libnvrtc` is present
     /// and from blobcore's precompiled PTX otherwise. The driver library
     /// is loaded at run time: a machine without one (or without that GPU)
-    /// gets `Error::Device`, never a crash.
+    /// gets `Error::Device`, never a crash. Each call opens a new engine
+    /// (its own stream and counters; the kernels are compiled again), so
+    /// make one and share it.
     pub fn cuda(ordinal: usize) -> crate::Result<Engine> {
         let g = gpu::Gpu::open_cuda(ordinal)?;
         Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cuda, gpu: Some(Arc::new(g)) }) })

@@ -239,23 +239,28 @@ fn fused(c: Strided) -> Strided {
     Strided { dims, dst_off: c.dst_off, dst_strides: ds, src_off: c.src_off, src_strides: ss }
 }
 
-/// A (batched) 2-D transpose: the last two dims swap contiguity (the
-/// destination's inner dim is contiguous, the source's is the one before)
-/// and the grid is big enough for tiles to pay. Returns (planes, source
-/// rows, source columns, destination (offset, row, plane), source
-/// (offset, row, plane)) for the tiled kernel.
+/// A (batched) 2-D transpose: the destination's inner dim (the last) is
+/// the source's row dim, and another dim is contiguous in the source; a
+/// third dim, if any, is the batch (planes). Returns (planes, source rows,
+/// source columns, destination (offset, row, plane), source (offset, row,
+/// plane)) for the transpose kernels (tiles, or one thread per line when
+/// a side is short).
 #[allow(clippy::type_complexity)]
 fn transpose_shape(c: &Strided) -> Option<(usize, usize, usize, (usize, usize, usize), (usize, usize, usize))> {
     let r = c.dims.len();
     if !(2..=3).contains(&r) {
         return None;
     }
-    let (a, b) = (r - 2, r - 1);
-    if c.dst_strides[b] != 1 || c.src_strides[a] != 1 || c.dims[a] < 8 || c.dims[b] < 8 {
+    let b = r - 1;
+    if c.dst_strides[b] != 1 {
         return None;
     }
+    let a = (0..b).find(|&i| c.src_strides[i] == 1)?;
     let u = |x: isize| x as usize; // the caller checked every stride >= 0
-    let (planes, dp, sp) = if r == 3 { (c.dims[0], u(c.dst_strides[0]), u(c.src_strides[0])) } else { (1, 0, 0) };
+    let (planes, dp, sp) = match (0..b).find(|&i| i != a) {
+        Some(p) => (c.dims[p], u(c.dst_strides[p]), u(c.src_strides[p])),
+        None => (1, 0, 0),
+    };
     // Source rows run along dst's inner dim b; source columns along a.
     Some((planes, c.dims[b], c.dims[a], (c.dst_off, u(c.dst_strides[a]), dp), (c.src_off, u(c.src_strides[b]), sp)))
 }

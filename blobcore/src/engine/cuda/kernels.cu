@@ -152,6 +152,41 @@ extern "C" __global__ void transpose_tiles(u32* dst, const u32* src, u64 planes,
     }
 }
 
+// Transposes with a short side, where 32 x 32 tiles would be mostly
+// empty (NCHW <-> NHWC at C = 3): the same index map as transpose_tiles,
+// dst[d0 + q*dplane + c*drow + r] = src[s0 + q*splane + r*srow + c].
+// `transpose_short_rows` (rows < 8): one thread per (q, c) walks r, so a
+// warp reads `rows` runs of 32 words and writes 32 runs of `rows` words
+// that abut. `transpose_short_cols` (cols < 8): one thread per (q, r)
+// walks c, the mirror image.
+extern "C" __global__ void transpose_short_rows(u32* dst, const u32* src, u64 planes, u64 rows, u64 cols,
+                                                u64 d0, u64 drow, u64 dplane, u64 s0, u64 srow, u64 splane) {
+    u64 n = planes * cols;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        u64 q = k / cols, c = k - q * cols;
+        const u32* s = src + s0 + q * splane + c;
+        u32* d = dst + d0 + q * dplane + c * drow;
+        for (u64 r = 0; r < rows; r++) {
+            d[r] = s[r * srow];
+        }
+    }
+}
+
+extern "C" __global__ void transpose_short_cols(u32* dst, const u32* src, u64 planes, u64 rows, u64 cols,
+                                                u64 d0, u64 drow, u64 dplane, u64 s0, u64 srow, u64 splane) {
+    u64 n = planes * rows;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += stride) {
+        u64 q = k / rows, r = k - q * rows;
+        const u32* s = src + s0 + q * splane + r * srow;
+        u32* d = dst + d0 + q * dplane + r;
+        for (u64 c = 0; c < cols; c++) {
+            d[c * drow] = s[c];
+        }
+    }
+}
+
 // The shape of a strided copy, passed by value (kernel parameters may be
 // up to 4 KiB).
 struct StridedShape {
@@ -195,6 +230,52 @@ extern "C" __global__ void strided_copy(u32* dst, const u32* src, u64 n, u64 d0,
         }
         dst[d] = src[s];
     }
+}
+
+// A strided copy whose innermost dim is contiguous on both sides (runs of
+// `run` elements, u32 or uint4), the outer dims in `shape` (strides in the
+// same units): each warp takes `chunk` consecutive runs, finds the first
+// one's offsets with divisions and steps to the next ones as an odometer
+// (no division per run), its lanes copying the run.
+template <typename T>
+__device__ void strided_rows_impl(T* dst, const T* src, u64 runs, u64 run, u64 chunk, u64 d0, u64 s0, const StridedShape& shape) {
+    u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    u32 lane = threadIdx.x % 32;
+    u64 k0 = warp * chunk;
+    if (k0 >= runs) return;
+    u64 k1 = k0 + chunk < runs ? k0 + chunk : runs;
+    u64 idx[MAX_RANK];
+    i64 d = (i64)d0, s = (i64)s0;
+    u64 rem = k0;
+    for (u64 j = shape.rank; j > 0; j--) {
+        u64 size = shape.dims[j - 1];
+        idx[j - 1] = rem % size;
+        rem /= size;
+        d += (i64)idx[j - 1] * shape.dst_strides[j - 1];
+        s += (i64)idx[j - 1] * shape.src_strides[j - 1];
+    }
+    for (u64 k = k0; k < k1; k++) {
+        for (u64 i = lane; i < run; i += 32) {
+            dst[d + i] = src[s + i];
+        }
+        for (u64 j = shape.rank; j > 0; j--) {
+            idx[j - 1]++;
+            d += shape.dst_strides[j - 1];
+            s += shape.src_strides[j - 1];
+            if (idx[j - 1] < shape.dims[j - 1]) break;
+            d -= (i64)shape.dims[j - 1] * shape.dst_strides[j - 1];
+            s -= (i64)shape.dims[j - 1] * shape.src_strides[j - 1];
+            idx[j - 1] = 0;
+        }
+    }
+}
+
+extern "C" __global__ void strided_rows(u32* dst, const u32* src, u64 runs, u64 run, u64 chunk, u64 d0, u64 s0, StridedShape shape) {
+    strided_rows_impl<u32>(dst, src, runs, run, chunk, d0, s0, shape);
+}
+
+extern "C" __global__ void strided_rows4(uint4* dst, const uint4* src, u64 runs, u64 run, u64 chunk, u64 d0, u64 s0, StridedShape shape) {
+    strided_rows_impl<uint4>(dst, src, runs, run, chunk, d0, s0, shape);
 }
 
 // One partial sum per block of 256 threads: op 0 sum |x|, op 1 sum x^2

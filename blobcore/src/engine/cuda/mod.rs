@@ -46,6 +46,10 @@ struct Kernels {
     copy_rows: sys::CUfunction,
     copy_rows4: sys::CUfunction,
     transpose_tiles: sys::CUfunction,
+    transpose_short_rows: sys::CUfunction,
+    transpose_short_cols: sys::CUfunction,
+    strided_rows: sys::CUfunction,
+    strided_rows4: sys::CUfunction,
     strided_copy: sys::CUfunction,
     reduce_f32: sys::CUfunction,
     reduce_f32x4: sys::CUfunction,
@@ -285,6 +289,10 @@ impl Cuda {
             copy_rows: get("copy_rows")?,
             copy_rows4: get("copy_rows4")?,
             transpose_tiles: get("transpose_tiles")?,
+            transpose_short_rows: get("transpose_short_rows")?,
+            transpose_short_cols: get("transpose_short_cols")?,
+            strided_rows: get("strided_rows")?,
+            strided_rows4: get("strided_rows4")?,
             strided_copy: get("strided_copy")?,
             reduce_f32: get("reduce_f32")?,
             reduce_f32x4: get("reduce_f32x4")?,
@@ -598,6 +606,12 @@ impl Cuda {
             a0 as *mut u64 as _, a1 as *mut u64 as _, a2 as *mut u64 as _, a3 as *mut u64 as _, a4 as *mut u64 as _,
             a5 as *mut u64 as _, a6 as *mut u64 as _, a7 as *mut u64 as _, a8 as *mut u64 as _,
         ];
+        // A short side (fewer than 8 rows or columns) leaves tiles mostly
+        // empty: one thread per line walks the short side instead.
+        if rows < 8 || cols < 8 {
+            let (f, lines) = if rows < 8 { (self.kernels.transpose_short_rows, planes * cols) } else { (self.kernels.transpose_short_cols, planes * rows) };
+            return self.launch("narrow transpose", f, (self.blocks(lines as u64), 1, 1), (BLOCK, 1, 1), &mut args);
+        }
         let gx = (cols as u64).div_ceil(32).clamp(1, 1 << 20) as u32;
         let gy = (rows as u64).div_ceil(32).clamp(1, 65535) as u32;
         self.launch("tiled transpose", self.kernels.transpose_tiles, (gx, gy, planes.clamp(1, 65535) as u32), (32, 8, 1), &mut args)
@@ -627,6 +641,11 @@ impl Cuda {
                 _ => return Err(err!(Internal, "strided copy outside a {}-byte device buffer", mem.len)),
             }
         }
+        let r = c.dims.len();
+        let run = c.dims[r - 1];
+        if r >= 2 && run >= 8 && c.dst_strides[r - 1] == 1 && c.src_strides[r - 1] == 1 {
+            return self.strided_rows(dst, src, c);
+        }
         let mut shape = StridedShape { rank: c.dims.len() as u64, dims: [1; KERNEL_RANK], dst_strides: [0; KERNEL_RANK], src_strides: [0; KERNEL_RANK] };
         for (k, &x) in c.dims.iter().enumerate() {
             shape.dims[k] = x as u64;
@@ -639,6 +658,41 @@ impl Cuda {
             &mut d0 as *mut u64 as _, &mut s0 as *mut u64 as _, &mut shape as *mut StridedShape as _,
         ];
         self.launch("strided copy", self.kernels.strided_copy, (self.blocks(n as u64), 1, 1), (BLOCK, 1, 1), &mut args)
+    }
+
+    /// A strided copy whose inner dim is contiguous on both sides (checked
+    /// by the caller, with the bounds): runs copied by warps that step
+    /// from one run to the next without dividing (uint4s when aligned).
+    fn strided_rows(&self, dst: &CudaMem, src: &CudaMem, c: &super::gpu::Strided) -> Result<()> {
+        let r = c.dims.len();
+        let run = c.dims[r - 1];
+        let outer = &c.dims[..r - 1];
+        let aligned = |x: isize| x.rem_euclid(4) == 0;
+        let vec = run.is_multiple_of(4)
+            && c.dst_off.is_multiple_of(4)
+            && c.src_off.is_multiple_of(4)
+            && c.dst_strides[..r - 1].iter().chain(&c.src_strides[..r - 1]).all(|&x| aligned(x))
+            && dst.ptr.is_multiple_of(16)
+            && src.ptr.is_multiple_of(16);
+        let unit = if vec { 4 } else { 1 };
+        let mut shape = StridedShape { rank: (r - 1) as u64, dims: [1; KERNEL_RANK], dst_strides: [0; KERNEL_RANK], src_strides: [0; KERNEL_RANK] };
+        for (k, &x) in outer.iter().enumerate() {
+            shape.dims[k] = x as u64;
+            shape.dst_strides[k] = (c.dst_strides[k] / unit as isize) as i64;
+            shape.src_strides[k] = (c.src_strides[k] / unit as isize) as i64;
+        }
+        let runs: u64 = outer.iter().map(|&x| x as u64).product();
+        let chunk = (runs / (self.multiprocessors as u64 * 512)).clamp(1, 256);
+        let warps = runs.div_ceil(chunk);
+        let blocks = (warps * 32).div_ceil(BLOCK as u64).clamp(1, u32::MAX as u64) as u32;
+        let (mut dp, mut sp, mut nr, mut rl, mut ch, mut d0, mut s0) =
+            (dst.ptr, src.ptr, runs, (run / unit) as u64, chunk, (c.dst_off / unit) as u64, (c.src_off / unit) as u64);
+        let mut args: [*mut c_void; 8] = [
+            &mut dp as *mut u64 as _, &mut sp as *mut u64 as _, &mut nr as *mut u64 as _, &mut rl as *mut u64 as _,
+            &mut ch as *mut u64 as _, &mut d0 as *mut u64 as _, &mut s0 as *mut u64 as _, &mut shape as *mut StridedShape as _,
+        ];
+        let f = if vec { self.kernels.strided_rows4 } else { self.kernels.strided_rows };
+        self.launch("strided row copy", f, (blocks, 1, 1), (BLOCK, 1, 1), &mut args)
     }
 
     /// Sum of |x| (`op` 0, 2) or x^2 (1, 3) over `n` words at word
