@@ -278,22 +278,11 @@ extern "C" __global__ void strided_rows4(uint4* dst, const uint4* src, u64 runs,
     strided_rows_impl<uint4>(dst, src, runs, run, chunk, d0, s0, shape);
 }
 
-// One partial sum per block of 256 threads: op 0 sum |x|, op 1 sum x^2
-// over f32 words, Kahan-compensated per thread, then a tree in shared
-// memory. The host adds the partials in f64.
-extern "C" __global__ void reduce_f32(u32 op, float* partials, const u32* src, u64 n) {
-    __shared__ float part[256];
-    u64 stride = (u64)gridDim.x * blockDim.x;
-    float sum = 0.0f, c = 0.0f;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        float x = __uint_as_float(src[i]);
-        float v = (op & 1) ? x * x : fabsf(x);
-        float y = v - c;
-        float t = sum + y;
-        c = (t - sum) - y;
-        sum = t;
-    }
-    part[threadIdx.x] = sum;
+// Writes the sum of the block's 256 threads' `v` to partials[blockIdx.x],
+// through a tree in `part` (256 entries of shared memory).
+template <typename T>
+__device__ void block_total(T v, T* part, T* partials) {
+    part[threadIdx.x] = v;
     __syncthreads();
     for (u32 h = 128; h > 0; h >>= 1) {
         if (threadIdx.x < h) {
@@ -306,6 +295,29 @@ extern "C" __global__ void reduce_f32(u32 op, float* partials, const u32* src, u
     }
 }
 
+// Adds `v` to the compensated (Kahan) sum `sum` with its error term `c`.
+__device__ void kahan_add(float& sum, float& c, float v) {
+    float y = v - c;
+    float t = sum + y;
+    c = (t - sum) - y;
+    sum = t;
+}
+
+// One partial sum per block of 256 threads: op 0 sum |x|, op 1 sum x^2
+// over f32 words, Kahan-compensated per thread, then a tree in shared
+// memory. The host adds the partials in f64.
+extern "C" __global__ void reduce_f32(u32 op, float* partials, const u32* src, u64 n) {
+    __shared__ float part[256];
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    float sum = 0.0f, c = 0.0f;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float x = __uint_as_float(src[i]);
+        float v = (op & 1) ? x * x : fabsf(x);
+        kahan_add(sum, c, v);
+    }
+    block_total(sum, part, partials);
+}
+
 // `reduce_f32` reading uint4s (src 16-byte aligned, n in uint4s): each
 // thread's Kahan sum takes the four terms of a uint4 at once.
 extern "C" __global__ void reduce_f32x4(u32 op, float* partials, const uint4* src, u64 n) {
@@ -316,22 +328,9 @@ extern "C" __global__ void reduce_f32x4(u32 op, float* partials, const uint4* sr
         uint4 w = src[i];
         float a = __uint_as_float(w.x), b = __uint_as_float(w.y), e = __uint_as_float(w.z), f = __uint_as_float(w.w);
         float v = (op & 1) ? (a * a + b * b) + (e * e + f * f) : (fabsf(a) + fabsf(b)) + (fabsf(e) + fabsf(f));
-        float y = v - c;
-        float t = sum + y;
-        c = (t - sum) - y;
-        sum = t;
+        kahan_add(sum, c, v);
     }
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (u32 h = 128; h > 0; h >>= 1) {
-        if (threadIdx.x < h) {
-            part[threadIdx.x] += part[threadIdx.x + h];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        partials[blockIdx.x] = part[0];
-    }
+    block_total(sum, part, partials);
 }
 
 // Exact integer reductions of i32 words: op 2 sum |x|, op 3 sum x^2, in
@@ -346,15 +345,5 @@ extern "C" __global__ void reduce_i32(u32 op, u64* partials, const u32* src, u64
         u64 a = (w & 0x80000000u) ? (u64)(0u - w) : (u64)w;
         acc += (op == 3) ? a * a : a;
     }
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (u32 h = 128; h > 0; h >>= 1) {
-        if (threadIdx.x < h) {
-            part[threadIdx.x] += part[threadIdx.x + h];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        partials[blockIdx.x] = part[0];
-    }
+    block_total(acc, part, partials);
 }
