@@ -704,6 +704,9 @@ unsafe fn import_cuda(
                 g.copy(&src, 0, &dst, 0, span)?;
                 storage.device_done(0, span, true)?;
                 drop(borrow);
+                // The copy is queued: it must finish before the deleter
+                // below hands the memory back to its producer.
+                g.wait()?;
             } else {
                 let mut host = vec![0u8; span];
                 g.download(&src, 0, &mut host)?;

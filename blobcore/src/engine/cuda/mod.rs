@@ -119,10 +119,14 @@ impl CudaMem {
 impl Drop for CudaMem {
     fn drop(&mut self) {
         match self.release.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
-            // An imported tensor: its owner frees it (the DLPack deleter).
-            // Runs with no blobcore lock held: buffers are dropped outside
-            // the storage's lock.
-            Some(release) => release(),
+            // An imported tensor: its owner frees it (the DLPack deleter),
+            // once the kernels queued on it have finished (the owner may
+            // reuse the memory at once). Runs with no blobcore lock held:
+            // buffers are dropped outside the storage's lock.
+            Some(release) => {
+                let _ = self.ctx.sync();
+                release()
+            }
             None => {
                 // SAFETY: `ptr` came from cuMemAlloc in this context and no
                 // other handle to it exists (this is the last Arc).
