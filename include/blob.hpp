@@ -110,10 +110,24 @@ public:
         check(blob_engine_gpu(hint.empty() ? nullptr : hint.c_str(), &e));
         return Engine(e);
     }
+    /// A CUDA engine on NVIDIA GPU `ordinal` (throws BLOB_ERR_DEVICE
+    /// without a CUDA driver or that GPU).
+    static Engine cuda(int32_t ordinal = 0) {
+        ::BlobEngine *e = nullptr;
+        check(blob_engine_cuda(ordinal, &e));
+        return Engine(e);
+    }
+    /// True for a GPU or CUDA engine (one with device memory).
     bool is_gpu() const {
         bool g = false;
         check(blob_engine_is_gpu(h_, &g));
         return g;
+    }
+    /// True for a GPU engine on a software adapter (lavapipe and the like).
+    bool is_software() const {
+        bool s = false;
+        check(blob_engine_is_software(h_, &s));
+        return s;
     }
     /// Transfer and kernel counters (all zero for the CPU engine).
     BlobEngineStats stats() const {

@@ -28,15 +28,15 @@ impl PyEngine {
         Ok(PyEngine { e: core(Engine::gpu(adapter))? })
     }
 
-    /// A CUDA engine on NVIDIA GPU ``ordinal`` (0 is the first), through
+    /// A CUDA engine on NVIDIA GPU ``device`` (0 is the first), through
     /// the CUDA driver loaded at run time. Raises ``DeviceError`` on a
     /// machine without a CUDA driver or without that GPU. Each call opens
     /// a new engine with its own stream and compiles its kernels (about a
     /// tenth of a second): make one and keep it.
     #[staticmethod]
-    #[pyo3(signature = (ordinal=0))]
-    fn cuda(ordinal: usize) -> PyResult<Self> {
-        Ok(PyEngine { e: core(Engine::cuda(ordinal))? })
+    #[pyo3(signature = (device=0))]
+    fn cuda(device: usize) -> PyResult<Self> {
+        Ok(PyEngine { e: core(Engine::cuda(device))? })
     }
 
     /// Every GPU adapter wgpu finds, as ``(name, kind, backend, driver)``

@@ -433,6 +433,7 @@ ROWS = [
     (lambda f: bc.Blob.vector(2**48).asum(), bc.OutOfMemoryError, ""),
     (lambda f: bc.Engine.gpu("no adapter is called this"), bc.DeviceError, "no adapter is called this"),
     (lambda f: bc.Engine.cuda(-1), OverflowError, ""),
+    (lambda f: bc.Engine.cuda(device=-1), OverflowError, ""),
     (lambda f: bc.Engine.cuda("0"), TypeError, ""),
     (lambda f: bc.Engine.cuda(4096), bc.DeviceError, "cuda"),
     # DLPack device exchange: a CPU blob has no CUDA memory; streams are ints

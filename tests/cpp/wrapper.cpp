@@ -38,7 +38,17 @@ int main(int argc, char **argv) {
     const std::string dir = argc > 1 ? argv[1] : ".";
     try {
         auto cpu = blob::Engine::cpu();
-        CHECK(!cpu.is_gpu());
+        CHECK(!cpu.is_gpu() && !cpu.is_software());
+        // The CUDA engine: a device error where there is no NVIDIA driver,
+        // else an engine with device memory on hardware.
+        {
+            int32_t st = status_of([] {
+                auto c = blob::Engine::cuda(0);
+                CHECK(c.is_gpu() && !c.is_software());
+            });
+            CHECK(st == BLOB_OK || st == BLOB_ERR_DEVICE);
+            CHECK(status_of([] { blob::Engine::cuda(-1); }) == BLOB_ERR_INVALID_ARGUMENT);
+        }
         cpu.reset_stats();
         CHECK(cpu.stats().uploads == 0 && cpu.stats().kernels == 0);
         CHECK(!blob::version().empty());

@@ -27,8 +27,8 @@ class Engine:
         best hardware adapter (a software one only when there is no other).
         Raises DeviceError when no GPU adapter is available."""
     @staticmethod
-    def cuda(ordinal: int = 0) -> Engine:
-        """A CUDA engine on NVIDIA GPU `ordinal` (driver loaded at run time).
+    def cuda(device: int = 0) -> Engine:
+        """A CUDA engine on NVIDIA GPU `device` (driver loaded at run time).
         Raises DeviceError without a CUDA driver or that GPU."""
     @staticmethod
     def adapters() -> list[tuple[str, str, str, str]]:
