@@ -586,15 +586,21 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     let strides: SmallVec<[isize; 8]> = if n > 0 && !t.strides.is_null() {
         // SAFETY: as above.
         let s = unsafe { std::slice::from_raw_parts(t.strides, n) };
-        let mut out: SmallVec<[isize; 8]> = smallvec::smallvec![0; n];
-        for (slot, &v) in out.iter_mut().zip(s) {
-            *slot = isize::try_from(v).map_err(|_| err!(Shape, "DLPack stride {v} does not fit"))?;
+        let mut bad = None;
+        let out = crate::index::axes_filled(n, |out| {
+            for (slot, &v) in out.iter_mut().zip(s) {
+                match isize::try_from(v) {
+                    Ok(v) => *slot = v,
+                    Err(_) => bad = Some(v),
+                }
+            }
+        });
+        if let Some(v) = bad {
+            return Err(err!(Shape, "DLPack stride {v} does not fit"));
         }
         out
     } else {
-        let mut s = smallvec::smallvec![0; n];
-        crate::layout::fill_row_major_strides(shape.dims(), 1, &mut s);
-        s
+        crate::index::axes_filled(n, |s| crate::layout::fill_row_major_strides(shape.dims(), 1, s))
     };
     let count = shape.count();
     let contiguous = crate::layout::is_row_major(shape.dims(), &strides, 1);

@@ -106,9 +106,7 @@ impl Export {
         if let Some(s) = &self.strides {
             return s.clone();
         }
-        let mut s: SmallVec<[isize; 8]> = smallvec::smallvec![0; self.shape.len()];
-        crate::layout::fill_row_major_strides(&self.shape, self.dtype.size(), &mut s);
-        s
+        crate::index::axes_filled(self.shape.len(), |s| crate::layout::fill_row_major_strides(&self.shape, self.dtype.size(), s))
     }
 
     /// Strides in elements, written into `out` (cleared first): row-major

@@ -53,6 +53,23 @@ impl Index {
 /// named dims fit), so that creating a view allocates only the blob.
 pub(crate) type Axes<T> = SmallVec<[T; 8]>;
 
+/// `n` values written by `fill` in place, inline up to eight: the slice
+/// is a stack array that becomes the inline buffer whole. Building a
+/// SmallVec zero-filled and then writing through it costs a memset call
+/// and makes the length's reload wait on the fill's stores (profiles of
+/// views and DLPack imports showed those waits as their hottest lines).
+#[inline(always)]
+pub(crate) fn axes_filled<T: Copy + Default>(n: usize, fill: impl FnOnce(&mut [T])) -> Axes<T> {
+    if n <= 8 {
+        let mut buf = [T::default(); 8];
+        fill(&mut buf[..n]);
+        return SmallVec::from_buf_and_len(buf, n);
+    }
+    let mut v: Axes<T> = smallvec::smallvec![T::default(); n];
+    fill(&mut v);
+    v
+}
+
 /// Where an indexed view's elements are: dims, element strides (may be
 /// negative) and the element offset of index 0, relative to the parent's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -403,10 +420,13 @@ impl Blob {
         let first = (st.offset as isize + origin) as usize;
         if order.len() == p.dims.len() {
             // Every dim appears once: an ordinary strided view.
-            let mut el: Axes<isize> = smallvec::smallvec![0; p.dims.len()];
-            for (i, &o) in order.iter().enumerate() {
-                el[o] = strides[i];
-            }
+            let el: Axes<isize> = axes_filled(p.dims.len(), |el| {
+                for (&o, &s) in order.iter().zip(&strides) {
+                    if let Some(slot) = el.get_mut(o) {
+                        *slot = s;
+                    }
+                }
+            });
             let plan = Plan { dims: p.dims.clone(), strides: el, offset: first as isize - st.offset as isize };
             return self.view_of(st, 0, plan, kind);
         }
@@ -482,7 +502,12 @@ impl Blob {
 
     /// NumPy's `b.T`: the axes reversed, as a view.
     pub fn reversed_view(&self) -> Result<Blob> {
-        let axes: Axes<usize> = (0..self.rank()).rev().collect();
+        let rank = self.rank();
+        let axes: Axes<usize> = axes_filled(rank, |out| {
+            for (i, slot) in out.iter_mut().enumerate() {
+                *slot = rank - 1 - i;
+            }
+        });
         self.permuted_view(&axes)
     }
 
@@ -503,7 +528,11 @@ impl Blob {
             // from the same base, so its span and origin are the parent's
             // and its shape needs no checks (`Shape::permuted`).
             let shape = st.shape.permuted(axes);
-            let strides: Axes<isize> = axes.iter().filter_map(|&a| strides.get(a).copied()).collect();
+            let strides: Axes<isize> = axes_filled(axes.len(), |out| {
+                for (slot, &a) in out.iter_mut().zip(axes) {
+                    *slot = strides.get(a).copied().unwrap_or(1);
+                }
+            });
             let count = shape.count();
             let placement = if count == 0 || crate::layout::is_row_major(shape.dims(), &strides, 1) {
                 Placement::Dense
@@ -551,6 +580,21 @@ mod tests {
 
     const fn r(start: Option<i64>, stop: Option<i64>, step: Option<i64>) -> Index {
         Index::Range { start, stop, step }
+    }
+
+    #[test]
+    fn axes_filled_holds_what_fill_wrote_inline_and_spilled() {
+        for n in 0..=12usize {
+            let v: Axes<i64> = axes_filled(n, |s| {
+                assert_eq!(s.len(), n);
+                for (i, x) in s.iter_mut().enumerate() {
+                    *x = 3 * i as i64 - 7;
+                }
+            });
+            assert_eq!(v.len(), n);
+            assert_eq!(v.spilled(), n > 8);
+            assert_eq!(v.to_vec(), (0..n as i64).map(|i| 3 * i - 7).collect::<Vec<_>>());
+        }
     }
 
     #[test]

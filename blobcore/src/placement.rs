@@ -136,8 +136,7 @@ impl Placement {
     pub(crate) fn plain_strides(&self, dims: &[usize]) -> Option<(Axes<isize>, usize, usize)> {
         match self {
             Placement::Dense => {
-                let mut s: Axes<isize> = smallvec::smallvec![0; dims.len()];
-                crate::layout::fill_row_major_strides(dims, 1, &mut s);
+                let s: Axes<isize> = crate::index::axes_filled(dims.len(), |s| crate::layout::fill_row_major_strides(dims, 1, s));
                 Some((s, 0, dims.iter().product()))
             }
             Placement::Strided(s) => Some((s.strides.clone(), s.origin, s.span)),

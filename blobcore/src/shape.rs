@@ -122,27 +122,18 @@ impl Shape {
         }
         // One pass: each dim is checked, multiplied in and stored (the
         // same checks as [`Shape::new`], which the property test
-        // `from_i64_is_new_of_the_dims` holds it to).
-        // Sized first and filled through a slice: pushing would store and
-        // reload the length on every dim.
+        // `from_i64_is_new_of_the_dims` holds it to). Up to eight dims are
+        // written into a stack array that becomes the inline buffer whole:
+        // zero-filling a SmallVec first (a memset call) and then writing
+        // through it made the length's reload wait on the fill's stores.
+        if dims.len() <= 8 {
+            let mut buf = [0usize; 8];
+            let (extent, zero) = checked_dims(dims, &mut buf[..dims.len()])?;
+            let dims = SmallVec::from_buf_and_len(buf, dims.len());
+            return Ok(Shape { dims, count: if zero { 0 } else { extent }, extent });
+        }
         let mut v: SmallVec<[usize; 8]> = smallvec::smallvec![0; dims.len()];
-        // A negative dim is reported before an overflow, wherever it is.
-        let (mut extent, mut zero, mut overflow) = (1usize, false, false);
-        for (axis, (slot, &d)) in v.iter_mut().zip(dims).enumerate() {
-            let d = usize::try_from(d).map_err(|_| err!(Shape, "dim {d} at axis {axis} is negative"))?;
-            if d == 0 {
-                zero = true;
-            } else {
-                match extent.checked_mul(d).filter(|&c| i64::try_from(c).is_ok()) {
-                    Some(c) => extent = c,
-                    None => overflow = true,
-                }
-            }
-            *slot = d;
-        }
-        if overflow {
-            return Err(err!(Shape, "the dims {dims:?} are too large: the product of the non-zero dims overflows i64"));
-        }
+        let (extent, zero) = checked_dims(dims, &mut v)?;
         Ok(Shape { dims: v, count: if zero { 0 } else { extent }, extent })
     }
 
@@ -169,10 +160,15 @@ impl Shape {
     }
 
     /// The dims in the order `axes` gives (a permutation of the axes,
-    /// checked by the caller; an index past the rank is skipped): no
+    /// checked by the caller; an index past the rank would read as 1): no
     /// checks to repeat, as the count and extent do not change.
     pub(crate) fn permuted(&self, axes: &[usize]) -> Shape {
-        Shape { dims: axes.iter().filter_map(|&a| self.dims.get(a).copied()).collect(), count: self.count, extent: self.extent }
+        let dims = crate::index::axes_filled(axes.len(), |out| {
+            for (slot, &a) in out.iter_mut().zip(axes) {
+                *slot = self.dims.get(a).copied().unwrap_or(1);
+            }
+        });
+        Shape { dims, count: self.count, extent: self.extent }
     }
 
     /// The dims, outermost first.
@@ -383,6 +379,31 @@ impl Shape {
         dims.swap(a, b);
         Ok(Shape { dims, count: self.count, extent: self.extent })
     }
+}
+
+/// Checks signed `dims` and stores them in `out` (as long as `dims`):
+/// a negative dim is a Shape error wherever it is (reported before an
+/// overflow), and so is a product of the non-zero dims beyond `i64`.
+/// Returns that product (the extent) and whether some dim is zero.
+#[inline(always)]
+fn checked_dims(dims: &[i64], out: &mut [usize]) -> Result<(usize, bool)> {
+    let (mut extent, mut zero, mut overflow) = (1usize, false, false);
+    for (axis, (slot, &d)) in out.iter_mut().zip(dims).enumerate() {
+        let d = usize::try_from(d).map_err(|_| err!(Shape, "dim {d} at axis {axis} is negative"))?;
+        if d == 0 {
+            zero = true;
+        } else {
+            match extent.checked_mul(d).filter(|&c| i64::try_from(c).is_ok()) {
+                Some(c) => extent = c,
+                None => overflow = true,
+            }
+        }
+        *slot = d;
+    }
+    if overflow {
+        return Err(err!(Shape, "the dims {dims:?} are too large: the product of the non-zero dims overflows i64"));
+    }
+    Ok((extent, zero))
 }
 
 #[cfg(test)]
