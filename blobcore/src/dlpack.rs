@@ -683,6 +683,7 @@ unsafe fn import_cuda(
     read_only: bool,
     owner: std::mem::ManuallyDrop<Owner>,
 ) -> Result<Blob> {
+    g.usable()?;
     let c = g.cuda().ok_or_else(|| err!(Internal, "a CUDA import on a non-CUDA engine"))?;
     let count = shape.count();
     let es = dtype.size() as isize;

@@ -255,6 +255,9 @@ impl Blob {
 /// caller to lie inside the storage) and the DLPack device it is on.
 fn pin_at(storage: &Arc<Storage>, write: bool, device: bool, start: usize) -> Result<(crate::storage::Pin, NonNull<u8>, (i32, i32))> {
     if device {
+        if let Some(g) = storage.gpu() {
+            g.usable()?;
+        }
         let (pin, buf) = storage.pin_device(write)?;
         let mem = buf.cuda().ok_or_else(|| err!(Internal, "a CUDA export of a storage without CUDA memory"))?;
         let ordinal = storage.gpu().and_then(|g| g.cuda()).map_or(0, |c| c.ordinal()) as i32;

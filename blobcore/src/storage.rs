@@ -715,6 +715,12 @@ impl Storage {
 impl Drop for Storage {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if self.gpu.as_ref().is_some_and(|g| g.forked()) {
+            // A child forked from the process that opened the GPU: the
+            // device buffer (and an imported tensor's deleter behind it)
+            // belongs to the parent's driver state, so it is left as it is.
+            std::mem::forget(st.device.take());
+        }
         match std::mem::replace(&mut st.host, HostMem::None) {
             HostMem::Heap { base, layout, .. } => {
                 // SAFETY: allocated by `alloc_zeroed` with this layout and

@@ -340,3 +340,63 @@ fn row_copies_and_tiled_transposes_equal_the_host() {
     assert_eq!(&got[48 * 40..], &want[..]);
     assert!(got[..48 * 40].iter().all(|&x| x == 0));
 }
+
+/// A child forked from the process that opened the GPU: every device
+/// operation is `Error::Device` naming the fork (the driver is not called:
+/// CUDA refuses a forked child, and a Vulkan driver's threads do not exist
+/// there, so a submission could wait for ever); a blob whose host copy is
+/// current still reads; dropping GPU blobs and the engine leaves the
+/// parent's device alone. The parent goes on using the engine. The child
+/// runs under a watchdog: a hang fails the test instead of stalling it.
+#[cfg(unix)]
+#[test]
+fn a_forked_child_gets_device_errors_and_the_parent_goes_on() {
+    let Some(g) = gpu() else { return };
+    let on_device = ramp(&g, 4096);
+    on_device.fill(3.0).unwrap();
+    assert_eq!(on_device.head(), Head::HeadAtGpu);
+    let on_host = Blob::from_slice(&g, &[4], &[1f32, 2.0, 3.0, 4.0]).unwrap();
+    assert_eq!(on_host.head(), Head::HeadAtCpu);
+    // SAFETY: the child runs blobcore calls on this thread only and leaves
+    // through `_exit` (no test-harness code, no atexit handlers).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let forked = |e: &blobcore::Error| e.code() == 10 && e.to_string().contains("fork");
+        let code = if !on_device.to_vec::<f32>().is_err_and(|e| forked(&e)) {
+            11
+        } else if !g.synchronize().is_err_and(|e| forked(&e)) {
+            12
+        } else if !on_host.asum().is_err_and(|e| forked(&e)) {
+            13
+        } else if on_host.to_vec::<f32>().ok() != Some(vec![1.0, 2.0, 3.0, 4.0]) {
+            14
+        } else if !Blob::tensor(&g, DType::F32, &[64]).and_then(|b| b.fill(1.0)).is_err_and(|e| forked(&e)) {
+            15
+        } else {
+            drop((on_device, on_host, g));
+            0
+        };
+        // SAFETY: ends the child without unwinding into the harness.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    let started = std::time::Instant::now();
+    loop {
+        // SAFETY: waits for our own child without blocking.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            // SAFETY: our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the forked child hung on a GPU call");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(libc::WIFEXITED(status), "the forked child died (status {status:#x})");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "check {} failed in the forked child", libc::WEXITSTATUS(status));
+    assert_eq!(on_device.to_vec::<f32>().unwrap(), vec![3f32; 4096]);
+    assert_eq!(on_host.asum().unwrap(), 10.0);
+}

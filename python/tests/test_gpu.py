@@ -142,3 +142,57 @@ def test_f32_sums_keep_their_documented_bound(gpu, rng):
     assert abs(b.asum() - exact) <= 1e-5 * exact
     exact_sq = math.fsum(float(v) * float(v) for v in x)
     assert abs(b.sumsq() - exact_sq) <= 1e-5 * exact_sq
+
+
+FORKED_GPU = r"""
+import faulthandler, multiprocessing as mp, os, sys
+faulthandler.dump_traceback_later(100, exit=True)
+import numpy as np
+import blobcore as bc
+
+def child(on_device, on_host, q):
+    out = []
+    for name, f in [("read", lambda: on_device.to_npy_bytes()), ("sync", lambda: on_device.engine.synchronize()),
+                    ("op", lambda: on_host.asum())]:
+        try:
+            f()
+            out.append((name, "ran"))
+        except bc.DeviceError as e:
+            out.append((name, "fork" in str(e)))
+    out.append(("host", np.asarray(on_host).tolist()))
+    del on_device, on_host
+    q.put(out)
+
+if __name__ == "__main__":
+    g = bc.Engine.gpu()
+    on_device = bc.Blob.tensor([4096], engine=g)
+    on_device.fill(3.0)
+    assert on_device.head == "gpu"
+    on_host = bc.Blob.tensor([4], engine=g)
+    on_host.copy_from(np.arange(1, 5, dtype=np.float32))
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(on_device, on_host, q))
+    p.start()
+    out = q.get(timeout=90)
+    p.join(90)
+    print(out, p.exitcode)
+    assert out == [("read", True), ("sync", True), ("op", True), ("host", [1.0, 2.0, 3.0, 4.0])], out
+    assert p.exitcode == 0
+    np.testing.assert_array_equal(np.asarray(on_device), np.full(4096, 3.0, np.float32))
+    print("OK")
+"""
+
+
+def test_a_forked_worker_gets_device_errors_not_a_hang(gpu, tmp_path):
+    # A GPU cannot be used across fork (CUDA refuses it; a Vulkan driver's
+    # threads are gone, so a submission could wait for ever): in the child
+    # every device operation raises DeviceError naming the fork, host
+    # copies that are current still read, and the parent goes on.
+    import subprocess
+    import sys
+
+    script = tmp_path / "forked_gpu.py"
+    script.write_text(FORKED_GPU)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0 and "OK" in r.stdout, (r.stdout, r.stderr)

@@ -21,8 +21,20 @@ pub use super::adapter::{AdapterInfo, AdapterKind};
 pub use super::wgpu_device::adapters;
 
 /// A GPU device with its queue (or stream) and compiled kernels.
+///
+/// A device belongs to the process that opened it: a child made by
+/// `fork` inherits the engine's objects but not a working driver
+/// connection (CUDA refuses it; Vulkan drivers may crash or hang). So in
+/// such a child every device operation is `Error::Device` before the
+/// driver is called, and the device and its buffers are left as they are
+/// when dropped there (the parent's driver state is not the child's to
+/// free). Host memory, including host copies of GPU blobs that are
+/// current, stays usable in the child.
 pub struct Gpu {
-    backend: Backend,
+    /// Dropped only in the process that opened it (see [`Drop`] below).
+    backend: std::mem::ManuallyDrop<Backend>,
+    /// The process that opened the device.
+    pid: u32,
 }
 
 enum Backend {
@@ -59,7 +71,7 @@ impl DevBuf {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.backend {
+        match &*self.backend {
             Backend::Wgpu(w) => w.fmt(f),
             Backend::Cuda(c) => c.fmt(f),
         }
@@ -137,6 +149,17 @@ impl Counters {
     }
 }
 
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        if !self.forked() {
+            // SAFETY: the backend is dropped here only, once, and never
+            // used again. In a forked child it is left as it is: its
+            // driver state is the parent's.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.backend) }
+        }
+    }
+}
+
 /// Buffers of the other backend reaching a device: a bug, never input.
 fn mismatch() -> crate::Error {
     err!(Internal, "a device buffer of another backend reached this GPU")
@@ -145,11 +168,20 @@ fn mismatch() -> crate::Error {
 /// Runs the wgpu or CUDA arm with the buffers of that backend.
 macro_rules! on {
     ($self:ident, $w:ident => $we:expr, $c:ident => $ce:expr) => {
-        match &$self.backend {
+        match &*$self.backend {
             Backend::Wgpu($w) => $we,
             Backend::Cuda($c) => $ce,
         }
     };
+}
+
+/// As [`on!`], for the operations that reach the driver: refused in a
+/// process forked from the one that opened the device.
+macro_rules! on_device {
+    ($self:ident, $w:ident => $we:expr, $c:ident => $ce:expr) => {{
+        $self.usable()?;
+        on!($self, $w => $we, $c => $ce)
+    }};
 }
 
 fn wbuf(b: &DevBuf) -> Result<&wgpu::Buffer> {
@@ -169,17 +201,42 @@ fn cbuf(b: &DevBuf) -> Result<&CudaMem> {
 impl Gpu {
     /// Opens a wgpu adapter (see [`crate::Engine::gpu`]).
     pub(crate) fn open(hint: Option<&str>) -> Result<Gpu> {
-        Ok(Gpu { backend: Backend::Wgpu(Box::new(Wgpu::open(hint)?)) })
+        Ok(Gpu::of(Backend::Wgpu(Box::new(Wgpu::open(hint)?))))
     }
 
     /// Opens CUDA device `ordinal` (see [`crate::Engine::cuda`]).
     pub(crate) fn open_cuda(ordinal: usize) -> Result<Gpu> {
-        Ok(Gpu { backend: Backend::Cuda(Box::new(Cuda::open(ordinal)?)) })
+        Ok(Gpu::of(Backend::Cuda(Box::new(Cuda::open(ordinal)?))))
+    }
+
+    fn of(backend: Backend) -> Gpu {
+        Gpu { backend: std::mem::ManuallyDrop::new(backend), pid: std::process::id() }
+    }
+
+    /// True in a process forked from the one that opened the device
+    /// (see [`Gpu`]): its operations are refused there and its buffers
+    /// are not freed.
+    pub(crate) fn forked(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    /// `Error::Device` in a forked child (see [`Gpu`]).
+    pub(crate) fn usable(&self) -> Result<()> {
+        if self.forked() {
+            return Err(err!(
+                Device,
+                "this GPU engine ({}) was opened by process {} and this is a child forked from it (process {}): a GPU cannot be used across fork; open a new engine in the child if its driver allows it, or start workers with the spawn or forkserver method",
+                self.adapter_name(),
+                self.pid,
+                std::process::id()
+            ));
+        }
+        Ok(())
     }
 
     /// The CUDA device behind this GPU, if it is one.
     pub fn cuda(&self) -> Option<&Cuda> {
-        match &self.backend {
+        match &*self.backend {
             Backend::Cuda(c) => Some(c),
             Backend::Wgpu(_) => None,
         }
@@ -213,19 +270,19 @@ impl Gpu {
 
     /// Waits until every queued kernel and copy has finished.
     pub(crate) fn wait(&self) -> Result<()> {
-        on!(self, w => w.wait(), c => c.wait())
+        on_device!(self, w => w.wait(), c => c.wait())
     }
 
     /// Seconds one device buffer-to-buffer copy of `bytes` takes (the
     /// median of `runs`): the baseline GPU benchmarks report against.
     pub fn copy_seconds(&self, bytes: usize, runs: usize) -> Result<f64> {
-        on!(self, w => w.copy_seconds(bytes, runs), c => c.copy_seconds(bytes, runs))
+        on_device!(self, w => w.copy_seconds(bytes, runs), c => c.copy_seconds(bytes, runs))
     }
 
     /// Runs `f` with this thread's kernels recorded into one submission
     /// (wgpu); CUDA queues each launch on the engine's stream as it comes.
     pub(crate) fn batch<R>(&self, what: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
-        on!(self, w => w.batch(what, f), _c => f())
+        on_device!(self, w => w.batch(what, f), _c => f())
     }
 
     /// The largest buffer (in bytes) one blob's device copy may take.
@@ -241,23 +298,23 @@ impl Gpu {
 
     /// A zero-filled device buffer holding at least `len` bytes.
     pub(crate) fn alloc(&self, len: usize) -> Result<DevBuf> {
-        on!(self, w => w.alloc(len).map(DevBuf::Wgpu), c => c.alloc(len).map(DevBuf::Cuda))
+        on_device!(self, w => w.alloc(len).map(DevBuf::Wgpu), c => c.alloc(len).map(DevBuf::Cuda))
     }
 
     /// Copies host bytes into the buffer at byte `at` (a multiple of 4).
     pub(crate) fn upload(&self, buf: &DevBuf, at: usize, bytes: &[u8]) -> Result<()> {
-        on!(self, w => w.upload(wbuf(buf)?, at, bytes), c => c.upload(cbuf(buf)?, at, bytes))
+        on_device!(self, w => w.upload(wbuf(buf)?, at, bytes), c => c.upload(cbuf(buf)?, at, bytes))
     }
 
     /// Copies bytes `[start, start + out.len())` of the buffer into `out`,
     /// after every queued kernel.
     pub(crate) fn download(&self, buf: &DevBuf, start: usize, out: &mut [u8]) -> Result<()> {
-        on!(self, w => w.download(wbuf(buf)?, start, out), c => c.download(cbuf(buf)?, start, out))
+        on_device!(self, w => w.download(wbuf(buf)?, start, out), c => c.download(cbuf(buf)?, start, out))
     }
 
     /// Copies `len` bytes between buffers (offsets and length multiples of 4).
     pub(crate) fn copy(&self, src: &DevBuf, src_off: usize, dst: &DevBuf, dst_off: usize, len: usize) -> Result<()> {
-        on!(self, w => w.copy(wbuf(src)?, src_off, wbuf(dst)?, dst_off, len), c => c.copy(cbuf(src)?, src_off, cbuf(dst)?, dst_off, len))
+        on_device!(self, w => w.copy(wbuf(src)?, src_off, wbuf(dst)?, dst_off, len), c => c.copy(cbuf(src)?, src_off, cbuf(dst)?, dst_off, len))
     }
 
     /// A temporary copy of words `[off, off + n)` of `buf`, for kernels
@@ -270,7 +327,7 @@ impl Gpu {
 
     /// The element-wise kernel over `n` words at `dst_off` (and `src_off`).
     pub(crate) fn elementwise(&self, op: Elementwise, dst: &DevBuf, dst_off: usize, src: Option<(&DevBuf, usize)>, n: usize, v: [u32; 2]) -> Result<()> {
-        on!(self,
+        on_device!(self,
             w => {
                 let s = match src { Some((b, o)) => Some((wbuf(b)?, o)), None => None };
                 w.elementwise(op, wbuf(dst)?, dst_off, s, n, v)
@@ -285,7 +342,7 @@ impl Gpu {
     /// plane strides in words: `d` and `s` are (offset, row, plane)).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn copy_rows(&self, dst: &DevBuf, src: &DevBuf, planes: usize, rows: usize, run: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
-        on!(self, w => w.copy_rows(wbuf(dst)?, wbuf(src)?, planes, rows, run, d, s), c => c.copy_rows(cbuf(dst)?, cbuf(src)?, planes, rows, run, d, s))
+        on_device!(self, w => w.copy_rows(wbuf(dst)?, wbuf(src)?, planes, rows, run, d, s), c => c.copy_rows(cbuf(dst)?, cbuf(src)?, planes, rows, run, d, s))
     }
 
     /// A tiled 2-D transpose of words, batched over `planes`: `dst[d.0 +
@@ -293,7 +350,7 @@ impl Gpu {
     /// c < cols.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn transpose(&self, dst: &DevBuf, src: &DevBuf, planes: usize, rows: usize, cols: usize, d: (usize, usize, usize), s: (usize, usize, usize)) -> Result<()> {
-        on!(self,
+        on_device!(self,
             w => {
                 if rows < 8 || cols < 8 {
                     // Tiles of a short side would be mostly empty: wgpu's
@@ -314,12 +371,12 @@ impl Gpu {
 
     /// The strided-copy kernel; `c` is in words.
     pub(crate) fn strided_copy(&self, dst: &DevBuf, src: &DevBuf, c: &Strided) -> Result<()> {
-        on!(self, w => w.strided_copy(wbuf(dst)?, wbuf(src)?, c), g => g.strided_copy(cbuf(dst)?, cbuf(src)?, c))
+        on_device!(self, w => w.strided_copy(wbuf(dst)?, wbuf(src)?, c), g => g.strided_copy(cbuf(dst)?, cbuf(src)?, c))
     }
 
     /// Sum of |x| or x^2 over `n` words at `src_off` (f32 through f32
     /// partials added in f64; i32 exactly).
     pub(crate) fn reduce(&self, op: Reduction, src: &DevBuf, src_off: usize, n: usize) -> Result<f64> {
-        on!(self, w => w.reduce(op, wbuf(src)?, src_off, n), c => c.reduce(op as u32, cbuf(src)?, src_off, n))
+        on_device!(self, w => w.reduce(op, wbuf(src)?, src_off, n), c => c.reduce(op as u32, cbuf(src)?, src_off, n))
     }
 }
