@@ -169,6 +169,10 @@ impl Blob {
         self.export_on(write, true)
     }
 
+    // Inlined so that host exports (`device` false) fold the device
+    // branches away: the split into host and device paths had cost host
+    // exports 10-15 ns (core `export` 50 -> 64 ns, profiles).
+    #[inline(always)]
     fn export_on(&self, write: bool, device: bool) -> Result<Export> {
         // One look at the state: what the export needs is read under a
         // single read lock (no clone of the layout), then the storage is
@@ -237,6 +241,7 @@ impl Blob {
         self.export_region(storage, offset + pos, smallvec::smallvec![size], writable, write_pin, false)
     }
 
+    #[inline(always)]
     fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: SmallVec<[usize; 8]>, writable: bool, write_pin: bool, device: bool) -> Result<Export> {
         let es = self.dtype().size();
         let start = offset * es;
@@ -253,23 +258,30 @@ impl Blob {
 /// Pins the host (or, with `device`, the CUDA device) copy of `storage`
 /// and returns the pin, the address of byte `start` (checked by the
 /// caller to lie inside the storage) and the DLPack device it is on.
+#[inline(always)]
 fn pin_at(storage: &Arc<Storage>, write: bool, device: bool, start: usize) -> Result<(crate::storage::Pin, NonNull<u8>, (i32, i32))> {
     if device {
-        if let Some(g) = storage.gpu() {
-            g.usable()?;
-        }
-        let (pin, buf) = storage.pin_device(write)?;
-        let mem = buf.cuda().ok_or_else(|| err!(Internal, "a CUDA export of a storage without CUDA memory"))?;
-        let ordinal = storage.gpu().and_then(|g| g.cuda()).map_or(0, |c| c.ordinal()) as i32;
-        let addr = (mem.ptr() as usize).checked_add(start).and_then(|a| NonNull::new(a as *mut u8));
-        let ptr = addr.ok_or_else(|| err!(Internal, "a null device address"))?;
-        return Ok((pin, ptr, (crate::dlpack::DL_CUDA, ordinal)));
+        return pin_device_at(storage, write, start);
     }
     let (pin, base) = storage.pin_host(write)?;
     // SAFETY: start + len <= storage.len() (checked by the caller), so the
     // offset stays inside the allocation.
     let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
     Ok((pin, ptr, (crate::dlpack::DL_CPU, 0)))
+}
+
+/// [`pin_at`] of a CUDA engine's device copy.
+#[inline(never)]
+fn pin_device_at(storage: &Arc<Storage>, write: bool, start: usize) -> Result<(crate::storage::Pin, NonNull<u8>, (i32, i32))> {
+    if let Some(g) = storage.gpu() {
+        g.usable()?;
+    }
+    let (pin, buf) = storage.pin_device(write)?;
+    let mem = buf.cuda().ok_or_else(|| err!(Internal, "a CUDA export of a storage without CUDA memory"))?;
+    let ordinal = storage.gpu().and_then(|g| g.cuda()).map_or(0, |c| c.ordinal()) as i32;
+    let addr = (mem.ptr() as usize).checked_add(start).and_then(|a| NonNull::new(a as *mut u8));
+    let ptr = addr.ok_or_else(|| err!(Internal, "a null device address"))?;
+    Ok((pin, ptr, (crate::dlpack::DL_CUDA, ordinal)))
 }
 
 #[cfg(test)]

@@ -384,45 +384,62 @@ impl Storage {
     /// The host base pointer, allocating on first use; when the device
     /// copy is newer (HeadAtGpu) it is copied back first and the head
     /// becomes Synced.
+    #[inline]
     fn host_ptr_locked(&self, st: &mut State) -> Result<NonNull<u8>> {
         let p = self.host_base(st)?;
         if st.head == Head::HeadAtGpu {
-            if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
-                // SAFETY: p is valid for len bytes and the storage lock is
-                // held; no host borrow exists while the head is at the GPU
-                // (GPU operations leave it there only without host users),
-                // except under a writable device export, whose host
-                // writers' bytes are skipped here.
-                let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) };
-                if st.device_writers() {
-                    let mut at = 0;
-                    for (s, e) in st.host_busy().into_iter().chain([(self.len, self.len)]) {
-                        if at < s {
-                            gpu.download(dev, at, &mut host[at..s])?;
-                        }
-                        at = at.max(e);
-                    }
-                } else {
-                    gpu.download(dev, 0, host)?;
-                }
-            }
-            // Under a writable device export the device stays the
-            // reference: the next host access fetches it again.
-            if !st.device_writers() {
-                st.head = Head::Synced;
-            }
+            self.fetch_from_device(st, p)?;
         }
         Ok(p)
+    }
+
+    /// [`Storage::host_ptr_locked`]'s copy back from the device into the
+    /// host memory at `p` (out of line: host-only blobs never need it, and
+    /// inlined it made every small host access slower).
+    #[inline(never)]
+    fn fetch_from_device(&self, st: &mut State, p: NonNull<u8>) -> Result<()> {
+        if let (Some(gpu), Some(dev)) = (&self.gpu, &st.device) {
+            // SAFETY: p is valid for len bytes and the storage lock is
+            // held; no host borrow exists while the head is at the GPU
+            // (GPU operations leave it there only without host users),
+            // except under a writable device export, whose host
+            // writers' bytes are skipped here.
+            let host = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) };
+            if st.device_writers() {
+                let mut at = 0;
+                for (s, e) in st.host_busy().into_iter().chain([(self.len, self.len)]) {
+                    if at < s {
+                        gpu.download(dev, at, &mut host[at..s])?;
+                    }
+                    at = at.max(e);
+                }
+            } else {
+                gpu.download(dev, 0, host)?;
+            }
+        }
+        // Under a writable device export the device stays the
+        // reference: the next host access fetches it again.
+        if !st.device_writers() {
+            st.head = Head::Synced;
+        }
+        Ok(())
     }
 
     /// Copies host bytes `[start, end)` to the device copy after a host
     /// write, when a device export reads or writes it (the export's holder
     /// must see blobcore's writes, as a NumPy view does). On failure the
     /// host stays the reference.
+    #[inline]
     fn push_to_device(&self, st: &mut State, start: usize, end: usize) {
-        if !st.device_readers() || start >= end {
-            return;
+        if st.device_readers() && start < end {
+            self.push_to_device_now(st, start, end);
         }
+    }
+
+    /// The upload behind [`Storage::push_to_device`] (out of line, as
+    /// [`Storage::fetch_from_device`]).
+    #[inline(never)]
+    fn push_to_device_now(&self, st: &mut State, start: usize, end: usize) {
         let base = match &st.host {
             HostMem::None => return,
             HostMem::Heap { ptr, .. } | HostMem::External { ptr, .. } => ptr.as_ptr() as *const u8,
