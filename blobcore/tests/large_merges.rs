@@ -31,3 +31,37 @@ fn streamed_merges_and_splits_of_large_pieces_keep_every_value() {
     assert!(qa.to_vec::<f32>().unwrap() == a, "split part 0 differs");
     assert!(qb.to_vec::<f32>().unwrap() == b, "split part 1 differs");
 }
+
+/// Streamed merges and splits of many short chunks per row (a channel
+/// merge: the task path that copies part by part over a task's rows), with
+/// chunks of 32, 8 and 3 floats (aligned, short, and leaving the next one
+/// unaligned) and parts allocated a large power of two apart or not, as
+/// the allocator gives them: every value equals the naive concatenation.
+#[test]
+fn streamed_merges_and_splits_of_short_chunks_keep_every_value() {
+    let e = common::engine();
+    let widths = [32usize, 8, 3];
+    let row: usize = widths.iter().sum();
+    // 43 floats per row, 200,000 rows: about 34 MB, above the streaming
+    // threshold of 32 MiB.
+    let outer = 200_000usize;
+    let parts: Vec<Vec<f32>> =
+        widths.iter().enumerate().map(|(k, &w)| (0..outer * w).map(|i| (i % 1_000_003) as f32 + 0.25 * k as f32).collect()).collect();
+    let mut want = Vec::with_capacity(outer * row);
+    for o in 0..outer {
+        for (p, &w) in parts.iter().zip(&widths) {
+            want.extend_from_slice(&p[o * w..(o + 1) * w]);
+        }
+    }
+    let blobs: Vec<Blob> = parts.iter().zip(&widths).map(|(p, &w)| Blob::from_slice(&e, &[outer, w], p).unwrap()).collect();
+    let refs: Vec<&Blob> = blobs.iter().collect();
+    let whole = Blob::from_slice(&e, &[outer, row], &vec![0f32; outer * row]).unwrap();
+    Blob::merge(&refs, 1, &whole).unwrap();
+    assert!(whole.to_vec::<f32>().unwrap() == want, "merge of short chunks differs from the concatenation");
+    let outs: Vec<Blob> = widths.iter().map(|&w| Blob::from_slice(&e, &[outer, w], &vec![0f32; outer * w]).unwrap()).collect();
+    let orefs: Vec<&Blob> = outs.iter().collect();
+    Blob::split(&whole, 1, &orefs).unwrap();
+    for (k, (o, p)) in outs.iter().zip(&parts).enumerate() {
+        assert!(o.to_vec::<f32>().unwrap() == *p, "split part {k} differs");
+    }
+}

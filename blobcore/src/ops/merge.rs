@@ -56,20 +56,34 @@ impl Plan {
         // Large merges write with streaming stores (see ops::strided).
         let stream = strided::streams(whole.len());
         let gather = |o0: usize, d: &mut [u8]| {
+            if stream {
+                // Out of cache: part by part over the task's rows, so that
+                // each part is read in one long run. Reading the parts'
+                // chunks in turn (a few hundred bytes from each) slowed
+                // merges 2.4x when the parts lay a large power of two
+                // apart, as big allocations often do (every read then
+                // went to the same DRAM bank as the one before; merge
+                // Channels at 1 GiB: 60 ms against 25 ms for the same
+                // bytes split). The streamed stores still write whole
+                // lines in order within each part's column of the rows.
+                let mut at = 0;
+                for (p, &c) in parts.iter().zip(&self.chunks) {
+                    for (r, drow) in d.chunks_exact_mut(self.row).enumerate() {
+                        let o = o0 + r;
+                        strided::copy_piece(&mut drow[at..at + c], &p[o * c..o * c + c], true);
+                    }
+                    at += c;
+                }
+                strided::store_fence();
+                return;
+            }
             for (r, drow) in d.chunks_exact_mut(self.row).enumerate() {
                 let o = o0 + r;
                 let mut at = 0;
                 for (p, &c) in parts.iter().zip(&self.chunks) {
-                    if stream {
-                        strided::copy_piece(&mut drow[at..at + c], &p[o * c..o * c + c], true);
-                    } else {
-                        copy_chunk(&mut drow[at..at + c], &p[o * c..o * c + c]);
-                    }
+                    copy_chunk(&mut drow[at..at + c], &p[o * c..o * c + c]);
                     at += c;
                 }
-            }
-            if stream {
-                strided::store_fence();
             }
         };
         if self.row * self.outer < PARALLEL_BYTES {
