@@ -122,18 +122,11 @@ impl Shape {
         }
         // One pass: each dim is checked, multiplied in and stored (the
         // same checks as [`Shape::new`], which the property test
-        // `from_i64_is_new_of_the_dims` holds it to). Up to eight dims are
-        // written into a stack array that becomes the inline buffer whole:
-        // zero-filling a SmallVec first (a memset call) and then writing
-        // through it made the length's reload wait on the fill's stores.
-        if dims.len() <= 8 {
-            let mut buf = [0usize; 8];
-            let (extent, zero) = checked_dims(dims, &mut buf[..dims.len()])?;
-            let dims = SmallVec::from_buf_and_len(buf, dims.len());
-            return Ok(Shape { dims, count: if zero { 0 } else { extent }, extent });
-        }
-        let mut v: SmallVec<[usize; 8]> = smallvec::smallvec![0; dims.len()];
-        let (extent, zero) = checked_dims(dims, &mut v)?;
+        // `from_i64_is_new_of_the_dims` holds it to), straight into the
+        // inline buffer (`axes_filled`).
+        let mut checked = Ok((1, false));
+        let v = crate::index::axes_filled(dims.len(), |out| checked = checked_dims(dims, out));
+        let (extent, zero) = checked?;
         Ok(Shape { dims: v, count: if zero { 0 } else { extent }, extent })
     }
 

@@ -4,7 +4,8 @@
 
 mod common;
 
-use blobcore::Blob;
+use blobcore::{Blob, Element};
+use proptest::prelude::*;
 
 #[test]
 fn streamed_merges_and_splits_of_large_pieces_keep_every_value() {
@@ -63,5 +64,49 @@ fn streamed_merges_and_splits_of_short_chunks_keep_every_value() {
     Blob::split(&whole, 1, &orefs).unwrap();
     for (k, (o, p)) in outs.iter().zip(&parts).enumerate() {
         assert!(o.to_vec::<f32>().unwrap() == *p, "split part {k} differs");
+    }
+}
+
+/// A merge of `widths`-element chunks per row into rows of their sum,
+/// above the streaming threshold, and the split back, against the naive
+/// concatenation of the parts.
+fn streamed_case<T: Element + PartialEq + std::fmt::Debug>(widths: &[usize], make: impl Fn(usize, usize) -> T) {
+    let e = common::engine();
+    let row: usize = widths.iter().sum();
+    let outer = ((33usize << 20) / (row * std::mem::size_of::<T>())).max(1);
+    let parts: Vec<Vec<T>> = widths.iter().enumerate().map(|(k, &w)| (0..outer * w).map(|i| make(k, i)).collect()).collect();
+    let mut want = Vec::with_capacity(outer * row);
+    for o in 0..outer {
+        for (p, &w) in parts.iter().zip(widths) {
+            want.extend_from_slice(&p[o * w..(o + 1) * w]);
+        }
+    }
+    let blobs: Vec<Blob> = parts.iter().zip(widths).map(|(p, &w)| Blob::from_slice(&e, &[outer, w], p).unwrap()).collect();
+    let refs: Vec<&Blob> = blobs.iter().collect();
+    let whole = Blob::merged(&refs, 1).unwrap();
+    assert!(whole.to_vec::<T>().unwrap() == want, "merge of chunks {widths:?} differs from the concatenation");
+    let back = whole.split_sizes(1, widths).unwrap();
+    for (k, (b, p)) in back.iter().zip(&parts).enumerate() {
+        assert!(b.to_vec::<T>().unwrap() == *p, "split part {k} of {widths:?} differs");
+    }
+}
+
+proptest! {
+    // Each case moves about 33 MiB: few cases, a fixed seed.
+    #![proptest_config(ProptestConfig { cases: 8, rng_seed: proptest::test_runner::RngSeed::Fixed(24), ..ProptestConfig::default() })]
+
+    /// Streamed merges and splits of random short chunk widths (2-4 parts,
+    /// 1-40 elements each) of 1-, 4- and 8-byte elements equal the
+    /// concatenation.
+    #[test]
+    fn streamed_merges_of_random_chunks_equal_the_concatenation(
+        widths in prop::collection::vec(1usize..=40, 2..=4),
+        size in prop::sample::select(vec![1usize, 4, 8]),
+    ) {
+        match size {
+            1 => streamed_case::<u8>(&widths, |k, i| (i * 7 + k * 13) as u8),
+            4 => streamed_case::<f32>(&widths, |k, i| (i % 1_000_003) as f32 + 0.25 * k as f32),
+            _ => streamed_case::<f64>(&widths, |k, i| i as f64 - 0.5 * k as f64),
+        }
     }
 }

@@ -502,3 +502,24 @@ def test_shape_follows_every_change(ops):
         assert b.shape == want and b.shape == want, (op, dims)
         assert d1.shape == want and d2.shape == want and b.diff.shape == want, (op, dims)
         assert isinstance(b.shape, tuple) and all(type(v) is int for v in b.shape)
+
+
+@settings(derandomize=True, deadline=None, max_examples=6, suppress_health_check=list(HealthCheck))
+@given(
+    widths=st.lists(st.integers(1, 40), min_size=2, max_size=4),
+    dtype=st.sampled_from([np.uint8, np.float32, np.float64]),
+    through_numpy=st.booleans(),
+)
+def test_streamed_merges_of_short_chunks_equal_numpy(widths, dtype, through_numpy):
+    # Above the 32 MiB streaming threshold, merges gather part by part over
+    # each task's rows: against np.concatenate, with parts made from NumPy
+    # arrays (shared memory) or copied into blobs, and the split back.
+    itemsize = np.dtype(dtype).itemsize
+    outer = (33 << 20) // (sum(widths) * itemsize)
+    arrays = [(np.arange(outer * w) % 251 + k).astype(dtype).reshape(outer, w) for k, w in enumerate(widths)]
+    blobs = [bc.Blob.from_numpy(a, copy=False) if through_numpy else bc.Blob.from_numpy(a) for a in arrays]
+    whole = bc.merge(blobs, 1)
+    want = np.concatenate(arrays, axis=1)
+    assert np.array_equal(np.asarray(whole), want)
+    for got, a in zip(bc.split(whole, widths, 1), arrays):
+        assert np.array_equal(np.asarray(got), a)
