@@ -597,9 +597,16 @@ mod simd {
             unsafe { packed(j, i, c, dst, src, next, stream, scratch.as_mut_ptr(), bs, rb) };
             return;
         }
+        // The next tile's source lines are prefetched a few per register
+        // block, spread over this tile's work.
+        let lines = (i.n * 4).div_ceil(64);
+        let total = if next != 0 { j.n * c.n * lines } else { 0 };
+        let blocks = c.n * (i.n / 8).max(1) * (j.n / 16).max(1);
+        let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0 };
+        let per = total.div_ceil(blocks);
         for k in 0..c.n {
             // SAFETY: forwarded; step k of the batch is inside the tile.
-            unsafe { tile_f32_from(j, i, dst.add(k * cd), src.add(k * cs), sj, stream) }
+            unsafe { tile_f32_from(j, i, dst.add(k * cd), src.add(k * cs), sj, stream, &mut pf, per) }
         }
     }
 
@@ -654,10 +661,10 @@ mod simd {
                 let (d, s) = (out.add(k * j.n), buf.add(k * bs));
                 let ri = Axis { n: rb as isize as usize, ds: rb as isize, ss: 1 };
                 if bj < j.n {
-                    tile_f32_from(Axis { n: j.n - bj, ..j }, Axis { n: ai, ..ri }, d.add(bj), s.add(bj * rs), rs, false);
+                    tile_f32_from(Axis { n: j.n - bj, ..j }, Axis { n: ai, ..ri }, d.add(bj), s.add(bj * rs), rs, false, &mut Ahead::none(), 0);
                 }
                 if ai < i.n {
-                    tile_f32_from(Axis { n: j.n, ..j }, Axis { n: i.n - ai, ..ri }, d.add(ai * rb), s.add(ai), rs, false);
+                    tile_f32_from(Axis { n: j.n, ..j }, Axis { n: i.n - ai, ..ri }, d.add(ai * rb), s.add(ai), rs, false, &mut Ahead::none(), 0);
                 }
             }
             // Each destination row's part of the tile, front to back.
@@ -777,6 +784,11 @@ mod simd {
     }
 
     impl Ahead {
+        /// Prefetches nothing.
+        fn none() -> Self {
+            Ahead { base: 0, sj: 0, cs: 0, rows: 0, steps: 0, lines: 0, b: 0, k: 0, line: 0 }
+        }
+
         #[inline]
         fn issue(&mut self, n: usize) {
             if self.base == 0 {
@@ -806,7 +818,8 @@ mod simd {
     ///
     /// # Safety
     /// As [`tile_f32`].
-    unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, stream: bool) {
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, stream: bool, pf: &mut Ahead, per: usize) {
         let di = i.ds as usize;
         let avx = has_avx();
         let (wa, wb) = if avx { (8, 16) } else { (4, 4) };
@@ -816,6 +829,7 @@ mod simd {
         unsafe {
             for a in (0..ai).step_by(wa) {
                 for b in (0..bj).step_by(wb) {
+                    pf.issue(per);
                     let (d, s) = (dst.add(a * di + b), src.add(a + b * sj));
                     if !avx {
                         t4x4(d, di, s, sj);
