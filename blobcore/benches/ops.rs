@@ -260,6 +260,7 @@ fn run(mib: usize) {
             black_box(a.sumsq().unwrap());
         });
         t.row("fill", &mut base, Limit::Write, 0.9, &mut || a.fill(3.0).unwrap());
+        t.row("fill 0 (the write pass's zeros)", &mut base, Limit::Write, 0.9, &mut || a.fill(0.0).unwrap());
         t.row("add (a += b)", &mut base, Limit::CopyTimes(1.5), 0.9, &mut || a.add(&b).unwrap());
     }
     let missed: Vec<&str> = t.rows.iter().filter(|r| r.2 < r.4).map(|r| r.0.as_str()).collect();
