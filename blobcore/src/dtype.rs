@@ -208,6 +208,17 @@ pub unsafe trait Element:
     fn to_f64(self) -> f64;
 }
 
+/// The byte `v` is made of when all its bytes are equal (zero, or for
+/// example the f32 with bits 0x4141_4141): such a value fills memory as
+/// `memset` does.
+pub(crate) fn repeated_byte<T: Element>(v: T) -> Option<u8> {
+    // SAFETY: Element types are plain old data without padding (the
+    // trait's contract), so all size_of::<T>() bytes of `v` are initialised.
+    let bytes = unsafe { std::slice::from_raw_parts(&v as *const T as *const u8, std::mem::size_of::<T>()) };
+    let (&first, rest) = bytes.split_first()?;
+    rest.iter().all(|&b| b == first).then_some(first)
+}
+
 /// An element type blobcore computes with (every dtype with
 /// [`DType::has_arithmetic`]).
 pub trait Arith: Element {

@@ -604,3 +604,69 @@ proptest! {
         for_each_dtype!(leading_index_case(dims.clone(), is.clone(), k, nested));
     }
 }
+
+/// Same value to the bit (signed zeros apart, NaNs alike), through f64.
+fn same_value<T: Element>(x: T, y: T) -> bool {
+    let (a, b) = (x.to_f64(), y.to_f64());
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
+
+/// `fill` of `n` elements (below the parallel threshold, above it, or
+/// above the streaming one) with `value`: through the blob itself, a
+/// strided view (every other element from `off`), or a wrapped alias of
+/// its memory; every element it should reach holds the converted value
+/// (values of one repeated byte go through memset, others are streamed or
+/// stored), and no other changes.
+fn fill_case<T: Element>(n: usize, value: f64, off: usize, door: u8) {
+    use blobcore::Index;
+    let sentinel = T::round_from_f64(7.0);
+    let b = Blob::from_slice(&common::engine(), &[n], &vec![sentinel; n]).unwrap();
+    let want = T::round_from_f64(value);
+    let off = off % n;
+    match door {
+        0 => b.fill(value).unwrap(),
+        1 => b.index(&[Index::Range { start: Some(off as i64), stop: None, step: Some(2) }]).unwrap().fill(value).unwrap(),
+        _ => wrapped_alias(&b).fill(value).unwrap(),
+    }
+    let got = b.to_vec::<T>().unwrap();
+    for (i, &g) in got.iter().enumerate() {
+        let reached = door != 1 || (i >= off && (i - off).is_multiple_of(2));
+        let expect = if reached { want } else { sentinel };
+        assert!(same_value(g, expect), "{:?} fill({value}) of {n} through door {door}: element {i} is {g:?}, not {expect:?}", T::DTYPE);
+    }
+}
+
+proptest! {
+    // Some cases move 32 MiB or more: few cases, a fixed seed.
+    #![proptest_config(ProptestConfig { cases: 24, rng_seed: proptest::test_runner::RngSeed::Fixed(25), ..ProptestConfig::default() })]
+
+    /// Fills of every size class and many values, zeros, -0.0 and other
+    /// values whose bytes repeat (0x41414141 as f32, -1 as an integer)
+    /// among them, through the blob, a view and an alias.
+    #[test]
+    fn fills_put_the_converted_value_everywhere_they_reach(
+        tier in 0usize..3,
+        extra in 0usize..5000,
+        pick in 0usize..10,
+        random in -1.0e6f64..1.0e6,
+        off in 0usize..100,
+        door in 0u8..3,
+        dtype in 0usize..8,
+    ) {
+        let values = [0.0, -0.0, 1.0, -1.0, 255.0, 3.0, f32::from_bits(0x4141_4141) as f64, f64::INFINITY, f64::NAN, random];
+        let value = values[pick];
+        // Bytes: under 1 MiB (one thread), over it (parallel), over 32 MiB (streamed).
+        let bytes = [4096 + extra, (1 << 20) + extra, (32 << 20) + extra][tier];
+        macro_rules! case { ($t:ty) => { fill_case::<$t>((bytes / std::mem::size_of::<$t>()).max(1), value, off, door) } }
+        match dtype {
+            0 => case!(f32),
+            1 => case!(f64),
+            2 => case!(half::f16),
+            3 => case!(half::bf16),
+            4 => case!(u8),
+            5 => case!(i32),
+            6 => case!(i64),
+            _ => case!(F8E4M3Fn),
+        }
+    }
+}

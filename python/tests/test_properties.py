@@ -523,3 +523,43 @@ def test_streamed_merges_of_short_chunks_equal_numpy(widths, dtype, through_nump
     assert np.array_equal(np.asarray(whole), want)
     for got, a in zip(bc.split(whole, widths, 1), arrays):
         assert np.array_equal(np.asarray(got), a)
+
+
+@settings(derandomize=True, deadline=None, max_examples=12, suppress_health_check=list(HealthCheck))
+@given(
+    tier=st.sampled_from([0, 1, 2]),
+    extra=st.integers(0, 999),
+    value=st.one_of(
+        st.sampled_from([0.0, -0.0, 1.0, -1.0, 255.0, float(np.uint32(0x41414141).view(np.float32)), float("inf")]),
+        st.floats(-1e6, 1e6),
+    ),
+    dtype=st.sampled_from(DTYPES),
+    door=st.sampled_from(["blob", "numpy", "view"]),
+)
+def test_fills_equal_numpy_through_every_door(tier, extra, value, dtype, door):
+    # Below the parallel threshold, above it, and above the 32 MiB
+    # streaming one; values of one repeated byte (zeros, -1 as an integer,
+    # 0x41414141 as float32) go through memset, -0.0 and the rest do not.
+    # Against the cast oracle (NumPy / ml_dtypes, exact rounding where they
+    # round twice), read through NumPy's view of the same memory.
+    itemsize = np.dtype(dtype).itemsize
+    n = max(1, ([4096, 1 << 20, 32 << 20][tier] + extra) // itemsize)
+    want = np.full(n, 7, dtype)
+    one = cast_oracle(np.array([value], np.float64), dtype)[0]
+    if door == "numpy":
+        # A blob over the ndarray's own memory, filled; the ndarray sees it.
+        a = want.copy()
+        bc.Blob.from_numpy(a, copy=False).fill(value)
+        want[:] = one
+        assert same_bits(a, want)
+        return
+    b = bc.Blob.from_numpy(want)
+    if door == "view":
+        b[1::2].fill(value)
+        want[1::2] = one
+    else:
+        b.fill(value)
+        want[:] = one
+    assert same_bits(np.asarray(b), want)
+    if dtype != ml_dtypes.bfloat16:  # NumPy's DLPack has no bfloat16
+        assert same_bits(np.from_dlpack(b), want)
