@@ -564,12 +564,12 @@ mod simd {
             unsafe {
                 match j.n {
                     2 => interleave::<2>(n, dst, src, sj, stream),
-                    3 => interleave::<3>(n, dst, src, sj, stream),
+                    3 => interleave3(n, dst, src, sj, stream),
                     4 => interleave::<4>(n, dst, src, sj, stream),
                     5 => interleave::<5>(n, dst, src, sj, stream),
                     6 => interleave::<6>(n, dst, src, sj, stream),
                     7 => interleave::<7>(n, dst, src, sj, stream),
-                    _ => interleave::<8>(n, dst, src, sj, stream),
+                    _ => interleave8(n, dst, src, sj, stream),
                 }
             }
             return;
@@ -582,12 +582,12 @@ mod simd {
             unsafe {
                 match i.n {
                     2 => deinterleave::<2>(j.n, dst, di, src, stream),
-                    3 => deinterleave::<3>(j.n, dst, di, src, stream),
+                    3 => deinterleave3(j.n, dst, di, src, stream),
                     4 => deinterleave::<4>(j.n, dst, di, src, stream),
                     5 => deinterleave::<5>(j.n, dst, di, src, stream),
                     6 => deinterleave::<6>(j.n, dst, di, src, stream),
                     7 => deinterleave::<7>(j.n, dst, di, src, stream),
-                    _ => deinterleave::<8>(j.n, dst, di, src, stream),
+                    _ => deinterleave8(j.n, dst, di, src, stream),
                 }
             }
             return;
@@ -726,6 +726,102 @@ mod simd {
         }
     }
 
+    /// [`interleave`] of eight rows (NCHW -> nChw8c, NHWC at C = 8) in
+    /// registers: eight elements of each row, transposed, are 64
+    /// consecutive elements of the run, stored straight to the
+    /// destination (non-temporal when `stream` and aligned); scalar edges.
+    ///
+    /// # Safety
+    /// AVX2 present; n elements readable from each of the 8 rows, n * 8
+    /// writable at `dst`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave8(n: usize, dst: *mut u32, src: *const u32, sj: usize, stream: bool) {
+        let aligned = (dst as usize).is_multiple_of(32);
+        // SAFETY: every element read is below n in its row and every
+        // element written below 8 * n (the contract); `dst + 8 * a` keeps
+        // the alignment of `dst` (32 bytes per element of a row).
+        unsafe {
+            let mut a = 0;
+            while a + 8 <= n {
+                let r: [__m256; 8] = std::array::from_fn(|k| _mm256_loadu_ps(src.add(k * sj + a) as *const f32));
+                let t = t8(r);
+                let o = dst.add(8 * a) as *mut f32;
+                for (k, v) in t.into_iter().enumerate() {
+                    if stream && aligned {
+                        _mm256_stream_ps(o.add(8 * k), v);
+                    } else {
+                        _mm256_storeu_ps(o.add(8 * k), v);
+                    }
+                }
+                a += 8;
+            }
+            while a < n {
+                for k in 0..8 {
+                    *dst.add(8 * a + k) = *src.add(k * sj + a);
+                }
+                a += 1;
+            }
+        }
+    }
+
+    /// [`interleave`] of three rows (NCHW -> NHWC of RGB images) in
+    /// registers: eight elements of each row become three vectors of the
+    /// run (`dst[e] = row e % 3 at e / 3`: one permutation per output
+    /// vector serves all three rows, two blends pick them), stored
+    /// straight to the destination, non-temporal when `stream` and
+    /// aligned; scalar edges.
+    ///
+    /// # Safety
+    /// AVX2 present; n elements readable from each of the 3 rows, n * 3
+    /// writable at `dst`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn interleave3(n: usize, dst: *mut u32, src: *const u32, sj: usize, stream: bool) {
+        let (r0, r1, r2) = (src, src.wrapping_add(sj), src.wrapping_add(2 * sj));
+        // Output element e of a group of 24 is row e % 3, element e / 3.
+        let idx = [_mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2), _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5), _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7)];
+        // SAFETY: every element read is below n in its row and every
+        // element written below 3 * n (the contract); streamed stores only
+        // where `dst + 3 * a` is 32-byte aligned (a multiple of 8 keeps it so).
+        unsafe {
+            // Scalar elements until the destination is 32-byte aligned
+            // (at most 7 groups of 3: 3 * a0 lands on every residue mod 8).
+            let mut a = 0;
+            while a < n && !(dst.add(3 * a) as usize).is_multiple_of(32) {
+                *dst.add(3 * a) = *r0.add(a);
+                *dst.add(3 * a + 1) = *r1.add(a);
+                *dst.add(3 * a + 2) = *r2.add(a);
+                a += 1;
+                if a == 8 {
+                    break; // never aligns (a destination not 4-byte aligned)
+                }
+            }
+            let aligned = (dst.add(3 * a) as usize).is_multiple_of(32);
+            while a + 8 <= n {
+                let (x, y, z) = (_mm256_loadu_ps(r0.add(a) as *const f32), _mm256_loadu_ps(r1.add(a) as *const f32), _mm256_loadu_ps(r2.add(a) as *const f32));
+                let o = dst.add(3 * a) as *mut f32;
+                let v0 = _mm256_blend_ps::<0x24>(_mm256_blend_ps::<0x92>(_mm256_permutevar8x32_ps(x, idx[0]), _mm256_permutevar8x32_ps(y, idx[0])), _mm256_permutevar8x32_ps(z, idx[0]));
+                let v1 = _mm256_blend_ps::<0x49>(_mm256_blend_ps::<0x24>(_mm256_permutevar8x32_ps(x, idx[1]), _mm256_permutevar8x32_ps(y, idx[1])), _mm256_permutevar8x32_ps(z, idx[1]));
+                let v2 = _mm256_blend_ps::<0x92>(_mm256_blend_ps::<0x49>(_mm256_permutevar8x32_ps(x, idx[2]), _mm256_permutevar8x32_ps(y, idx[2])), _mm256_permutevar8x32_ps(z, idx[2]));
+                if stream && aligned {
+                    _mm256_stream_ps(o, v0);
+                    _mm256_stream_ps(o.add(8), v1);
+                    _mm256_stream_ps(o.add(16), v2);
+                } else {
+                    _mm256_storeu_ps(o, v0);
+                    _mm256_storeu_ps(o.add(8), v1);
+                    _mm256_storeu_ps(o.add(16), v2);
+                }
+                a += 8;
+            }
+            while a < n {
+                *dst.add(3 * a) = *r0.add(a);
+                *dst.add(3 * a + 1) = *r1.add(a);
+                *dst.add(3 * a + 2) = *r2.add(a);
+                a += 1;
+            }
+        }
+    }
+
     /// `dst[a*di + b] = src[b*C + a]` for `a < C`, `b < n`: one run split
     /// into C destination rows, in pieces through a small buffer streamed
     /// out when `stream`.
@@ -760,6 +856,119 @@ mod simd {
                 }
             }
             b0 += m;
+        }
+    }
+
+    /// [`deinterleave`] into three rows (NHWC -> NCHW of RGB images) in
+    /// registers: three vectors of the run become eight elements of each
+    /// row (row r, element i is run element 3i + r: one permutation per
+    /// row serves all three vectors, two blends pick them), sixteen per
+    /// row at a time so that each row gets whole 64-byte lines, stored
+    /// non-temporal when `stream` and the rows are aligned; scalar edges.
+    ///
+    /// # Safety
+    /// AVX2 present; n * 3 elements readable at `src`, n writable in each
+    /// of the 3 rows `di` apart.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn deinterleave3(n: usize, dst: *mut u32, di: usize, src: *const u32, stream: bool) {
+        let rows = [dst, dst.wrapping_add(di), dst.wrapping_add(2 * di)];
+        let idx = [_mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5), _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6), _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7)];
+        // SAFETY: every element read is below 3 * n and every element
+        // written below n in its row (the contract); streamed stores only
+        // where all three rows are 32-byte aligned at `b` (steps of 16
+        // keep them so).
+        unsafe {
+            let row_of = |v: [__m256; 3], r: usize| -> __m256 {
+                let p = |x: __m256| _mm256_permutevar8x32_ps(x, idx[r]);
+                match r {
+                    0 => _mm256_blend_ps::<0xC0>(_mm256_blend_ps::<0x38>(p(v[0]), p(v[1])), p(v[2])),
+                    1 => _mm256_blend_ps::<0xE0>(_mm256_blend_ps::<0x18>(p(v[0]), p(v[1])), p(v[2])),
+                    _ => _mm256_blend_ps::<0xE0>(_mm256_blend_ps::<0x1C>(p(v[0]), p(v[1])), p(v[2])),
+                }
+            };
+            let scalar = |b: usize| {
+                for (r, row) in rows.iter().enumerate() {
+                    *row.add(b) = *src.add(3 * b + r);
+                }
+            };
+            let mut b = 0;
+            while b < n && b < 8 && !(rows[0].add(b) as usize).is_multiple_of(32) {
+                scalar(b);
+                b += 1;
+            }
+            let aligned = rows.iter().all(|row| (row.add(b) as usize).is_multiple_of(32));
+            while b + 16 <= n {
+                let s = src.add(3 * b) as *const f32;
+                let lo = [_mm256_loadu_ps(s), _mm256_loadu_ps(s.add(8)), _mm256_loadu_ps(s.add(16))];
+                let hi = [_mm256_loadu_ps(s.add(24)), _mm256_loadu_ps(s.add(32)), _mm256_loadu_ps(s.add(40))];
+                for (r, row) in rows.iter().enumerate() {
+                    let o = row.add(b) as *mut f32;
+                    let (x, y) = (row_of(lo, r), row_of(hi, r));
+                    if stream && aligned {
+                        _mm256_stream_ps(o, x);
+                        _mm256_stream_ps(o.add(8), y);
+                    } else {
+                        _mm256_storeu_ps(o, x);
+                        _mm256_storeu_ps(o.add(8), y);
+                    }
+                }
+                b += 16;
+            }
+            while b < n {
+                scalar(b);
+                b += 1;
+            }
+        }
+    }
+
+    /// [`deinterleave`] into eight rows (nChw8c -> NCHW, NHWC -> NCHW at
+    /// C = 8) in registers: 64 consecutive elements of the run, transposed,
+    /// are eight elements of each row; sixteen per row at a time so that
+    /// each row gets whole 64-byte lines, stored non-temporal when
+    /// `stream` and the rows are aligned; scalar edges.
+    ///
+    /// # Safety
+    /// AVX2 present; n * 8 elements readable at `src`, n writable in each
+    /// of the 8 rows `di` apart.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn deinterleave8(n: usize, dst: *mut u32, di: usize, src: *const u32, stream: bool) {
+        let scalar = |b: usize| {
+            for k in 0..8 {
+                // SAFETY: b < n (the callers' loops); the contract.
+                unsafe { *dst.add(k * di + b) = *src.add(8 * b + k) };
+            }
+        };
+        // SAFETY: every element read is below 8 * n and every element
+        // written below n in its row (the contract); streamed stores only
+        // where all eight rows are 32-byte aligned at `b` (steps of 16
+        // keep them so).
+        unsafe {
+            let mut b = 0;
+            while b < n && b < 8 && !(dst.add(b) as usize).is_multiple_of(32) {
+                scalar(b);
+                b += 1;
+            }
+            let aligned = (0..8).all(|k| (dst.add(k * di + b) as usize).is_multiple_of(32));
+            while b + 16 <= n {
+                let s = src.add(8 * b) as *const f32;
+                let lo = t8(std::array::from_fn(|k| _mm256_loadu_ps(s.add(8 * k))));
+                let hi = t8(std::array::from_fn(|k| _mm256_loadu_ps(s.add(64 + 8 * k))));
+                for k in 0..8 {
+                    let o = dst.add(k * di + b) as *mut f32;
+                    if stream && aligned {
+                        _mm256_stream_ps(o, lo[k]);
+                        _mm256_stream_ps(o.add(8), hi[k]);
+                    } else {
+                        _mm256_storeu_ps(o, lo[k]);
+                        _mm256_storeu_ps(o.add(8), hi[k]);
+                    }
+                }
+                b += 16;
+            }
+            while b < n {
+                scalar(b);
+                b += 1;
+            }
         }
     }
 
@@ -1132,6 +1341,54 @@ mod tests {
         check_permutation(&[3, 2_900_000], &[1, 0]);
         check_permutation(&[2_900_000, 3], &[1, 0]);
         check_permutation(&[64, 8, 16_400], &[2, 1, 0]);
+    }
+
+    /// The register interleaves of 3 and 8 rows and their reverses, on
+    /// random lengths (vector bodies and scalar edges), row gaps,
+    /// destination alignments (streamed stores only where aligned) and
+    /// stream flags, against element-by-element indexing.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn register_interleaves_match_indexing() {
+        use proptest::prelude::*;
+        if !simd::has_avx2() {
+            return;
+        }
+        let config = ProptestConfig { cases: 400, rng_seed: proptest::test_runner::RngSeed::Fixed(26), ..ProptestConfig::default() };
+        proptest!(config, |(n in 0usize..300, gap in 0usize..20, at in 0usize..16, stream: bool, eight: bool)| {
+            let c = if eight { 8 } else { 3 };
+            let rs = n + gap; // the rows' stride
+            let rows: Vec<u32> = (0..c * rs + 16).map(|v| (v as u32).wrapping_mul(2_654_435_761)).collect();
+            // Interleave: c rows of n into one run at offset `at`.
+            let mut run = vec![0u32; n * c + 32];
+            // SAFETY: c rows of n at stride rs are inside `rows`; n * c
+            // elements from `at` are inside `run`.
+            unsafe {
+                let (d, s) = (run.as_mut_ptr().add(at), rows.as_ptr());
+                if eight { simd::interleave8(n, d, s, rs, stream) } else { simd::interleave3(n, d, s, rs, stream) }
+            }
+            super::simd::fence();
+            for a in 0..n {
+                for b in 0..c {
+                    prop_assert_eq!(run[at + a * c + b], rows[b * rs + a], "interleave c {} n {} at {} element {} row {}", c, n, at, a, b);
+                }
+            }
+            prop_assert!(run[..at].iter().chain(&run[at + n * c..]).all(|&v| v == 0), "interleave wrote outside its run");
+            // Deinterleave: the run back into c rows at offset `at`.
+            let mut back = vec![0u32; c * rs + 32];
+            // SAFETY: n * c elements from `at` are inside `run`; c rows of
+            // n at stride rs from `at` are inside `back`.
+            unsafe {
+                let (d, s) = (back.as_mut_ptr().add(at), run.as_ptr().add(at));
+                if eight { simd::deinterleave8(n, d, rs, s, stream) } else { simd::deinterleave3(n, d, rs, s, stream) }
+            }
+            super::simd::fence();
+            for (i, &v) in back.iter().enumerate() {
+                let (b, a) = ((i.wrapping_sub(at)) / rs, (i.wrapping_sub(at)) % rs);
+                let want = if i >= at && b < c && a < n { rows[b * rs + a] } else { 0 };
+                prop_assert_eq!(v, want, "deinterleave c {} n {} at {} index {}", c, n, at, i);
+            }
+        });
     }
 
     #[test]
