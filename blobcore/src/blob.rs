@@ -347,6 +347,27 @@ impl Blob {
         Ok(f(&mut region.into_write()?))
     }
 
+    /// A copy of a small dense blob made in one step: its bytes are copied
+    /// under its storage lock straight into a new storage, which never
+    /// goes through the lazy, zeroed state (`None` when the blob is not
+    /// dense or not small: [`Blob::copy`] takes the general path).
+    pub(crate) fn small_dense_copy(&self) -> Result<Option<Blob>> {
+        let (st, start, len) = match self.dense_bytes() {
+            Ok(d) if d.2 <= SMALL_BYTES => d,
+            _ => return Ok(None),
+        };
+        let gpu = self.inner.engine.gpu_device().cloned();
+        let storage = st.storage.with_locked(start, start + len, false, |base| {
+            // SAFETY: start + len <= storage.len() (checked by with_locked),
+            // and the lock keeps writers out while the bytes are copied.
+            let src = unsafe { std::slice::from_raw_parts(base.as_ptr().add(start), len) };
+            Storage::host_copy_on(src, gpu)
+        })??;
+        let state = State { capacity: st.shape.count(), shape: st.shape.clone(), storage, offset: 0, view: None, placement: Placement::Dense };
+        drop(st);
+        Ok(Some(Blob::from_parts(&self.inner.engine, self.inner.dtype, state, false)))
+    }
+
     /// Runs `f` with shared access to all of the blob's elements (as
     /// [`Blob::with_write`], for reading).
     pub(crate) fn with_read<R>(&self, f: impl FnOnce(&HostRef) -> R) -> Result<R> {

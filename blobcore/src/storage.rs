@@ -216,6 +216,24 @@ impl Storage {
         Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, addr: AtomicUsize::new(0) })
     }
 
+    /// A storage holding a copy of `bytes` on the host (a small blob's
+    /// copy: one allocation, no lazy step, no second lock), with the head
+    /// at the host; a device copy on `gpu` is made on first device use.
+    pub(crate) fn host_copy_on(bytes: &[u8], gpu: Option<Arc<Gpu>>) -> Result<Arc<Storage>> {
+        let len = bytes.len();
+        let mut host = Storage::allocate(len)?;
+        let p = match &mut host {
+            HostMem::Heap { ptr, .. } => *ptr,
+            HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr()).ok_or_else(|| err!(Internal, "memory map returned null"))?,
+            _ => return Err(err!(Internal, "a fresh allocation is neither a heap block nor a map")),
+        };
+        // SAFETY: `p` addresses `len` writable bytes just allocated (an
+        // allocation is never shorter than asked for), which `bytes`
+        // cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), len) };
+        Ok(Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
+    }
+
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
     /// when the last reference goes.
     ///

@@ -83,14 +83,15 @@ impl Blob {
     /// NeoML `GetCopy`: an independent blob with the same dims, dtype,
     /// engine and data.
     pub fn copy(&self) -> Result<Blob> {
-        let out = self.clone_zeroed()?;
-        if self.is_small() && self.is_dense() {
-            // A few bytes: copied under the two storage locks (the new
-            // blob's is known to no one else, so no order can deadlock),
-            // without the overlap analysis and borrows of `copy_from`.
-            self.with_read(|src| out.with_write(|dst| dst.bytes_mut().copy_from_slice(src.bytes())))??;
-            return Ok(out);
+        if self.is_small() {
+            // A few bytes: copied into a new storage under the blob's own
+            // storage lock, without the overlap analysis and borrows of
+            // `copy_from` (None: not dense after all).
+            if let Some(out) = self.small_dense_copy()? {
+                return Ok(out);
+            }
         }
+        let out = self.clone_zeroed()?;
         out.copy_from(self)?;
         Ok(out)
     }
