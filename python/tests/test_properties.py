@@ -607,3 +607,34 @@ def test_copies_equal_numpy_and_own_their_memory(n, dtype, row, door, seed):
     if np.asarray(src).flags.writeable:
         src.fill(2)
         assert same_bits(np.asarray(c), np.full(want.shape, 1, dtype)), "writing the source reached its copy"
+
+
+@SETTINGS
+@given(
+    n=st.integers(1, 3),
+    c=st.sampled_from([2, 3, 4, 5, 8]),
+    h=st.integers(1, 24),
+    w=st.integers(1, 40),
+    dtype=st.sampled_from([np.float32, np.int32, np.float64, np.uint8]),
+    door=st.sampled_from(["copy", "numpy", "dlpack"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door, seed):
+    # NCHW <-> NHWC and NCHW <-> nChw8c with few channels (4-byte elements
+    # take the register interleaves for C = 2, 3, 4 and 8, the others the
+    # element loops), the source reached as a copy, as NumPy's own memory
+    # or through DLPack; against NumPy's transpose of the same array.
+    a = (np.random.default_rng(seed).standard_normal((n, c, h, w)) * 50).astype(dtype)
+    src = {"copy": lambda: bc.Blob.from_numpy(a), "numpy": lambda: bc.Blob.from_numpy(a, copy=False), "dlpack": lambda: bc.from_dlpack(a)}[door]()
+    nhwc = bc.Blob.with_desc(bc.TensorDesc(dtype, [n, c, h, w], bc.Layout.NHWC))
+    nhwc.reorder_from(src)
+    view = np.asarray(nhwc)  # the logical NCHW view of NHWC memory
+    assert same_bits(view, a)
+    assert same_bits(np.ascontiguousarray(view.transpose(0, 2, 3, 1)), a.transpose(0, 2, 3, 1))
+    assert view.transpose(0, 2, 3, 1).flags.c_contiguous  # the memory is NHWC
+    b8 = bc.Blob.with_desc(bc.TensorDesc(dtype, [n, c, h, w], bc.BlockingDesc([n, -(-c // 8), h, w, 8], [0, 1, 2, 3, 1])))
+    b8.reorder_from(src)
+    for layout in (nhwc, b8):
+        back = bc.Blob.tensor([n, c, h, w], dtype=dtype)
+        back.reorder_from(layout)
+        assert same_bits(np.asarray(back), a)
