@@ -31,6 +31,7 @@ fn main() {
     });
     let s = Scalar::of(1f32);
     time("set_element", || b.set_element(&[1, 2, 3, 4], &s).unwrap());
+    time("reversed_view", || drop(std::hint::black_box(b.reversed_view().unwrap())));
     time("export", || drop(std::hint::black_box(b.export().unwrap())));
     let e = Blob::from_slice(&Engine::cpu(), &[8], &[0f32; 8]).unwrap();
     time("copy 8", || drop(std::hint::black_box(e.copy().unwrap())));

@@ -502,26 +502,31 @@ impl Blob {
 
     /// NumPy's `b.T`: the axes reversed, as a view.
     pub fn reversed_view(&self) -> Result<Blob> {
-        let rank = self.rank();
+        // One read of the state: the rank and the view agree.
+        let st = self.state();
+        let rank = st.shape.rank();
         let axes: Axes<usize> = axes_filled(rank, |out| {
             for (i, slot) in out.iter_mut().enumerate() {
                 *slot = rank - 1 - i;
             }
         });
-        self.permuted_view(&axes)
+        self.permuted_in(&st, &axes)
     }
 
     /// NumPy `transpose(axes)` as a view (`b.T` is the reversed axes):
     /// axis `i` of the result is axis `axes[i]` of this blob.
     pub fn permuted_view(&self, axes: &[usize]) -> Result<Blob> {
-        let st = self.state();
+        self.permuted_in(&self.state(), axes)
+    }
+
+    fn permuted_in(&self, st: &State, axes: &[usize]) -> Result<Blob> {
         let rank = st.shape.rank();
         if !crate::layout::is_permutation(axes, rank) {
             return Err(err!(InvalidArgument, "axes {axes:?} are not a permutation of 0..{rank}"));
         }
         if let Some(d) = st.blocked() {
             let d = d.clone();
-            return self.blocked_view(&st, &d, &[], Some(axes), ViewKind::Indexed);
+            return self.blocked_view(st, &d, &[], Some(axes), ViewKind::Indexed);
         }
         if let Some((strides, origin, span)) = st.placement.plain_strides(st.shape.dims()) {
             // A dense or strided blob: the view reaches the same elements
@@ -551,14 +556,14 @@ impl Blob {
             };
             return Ok(self.derived(state));
         }
-        let (strides, base) = self.element_strides(&st)?;
+        let (strides, base) = self.element_strides(st)?;
         let dims = st.shape.dims();
         let p = Plan {
             dims: axes.iter().map(|&a| dims[a]).collect(),
             strides: axes.iter().map(|&a| strides[a]).collect(),
             offset: 0,
         };
-        self.view_of(&st, base, p, ViewKind::Indexed)
+        self.view_of(st, base, p, ViewKind::Indexed)
     }
 }
 

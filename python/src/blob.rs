@@ -30,6 +30,19 @@ fn index_list(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<usize>>> {
     Ok(Some(v.iter().map(|&i| uidx(i, "index")).collect::<PyResult<Vec<_>>>()?))
 }
 
+/// `value` packed for the element at `at` as NumPy's `a[at] = value`
+/// converts it. NumPy checks the index before the value, so when both are
+/// bad the index's IndexError is the one raised.
+fn pack_at(py: Python<'_>, b: &Blob, at: &[i64], value: &Bound<'_, PyAny>) -> PyResult<Option<blobcore::Scalar>> {
+    match npyapi::pack(py, b.dtype(), value) {
+        Err(e) => match b.get_element(at) {
+            Err(bad @ blobcore::Error::OutOfRange(_)) => core(Err(bad)),
+            _ => Err(e),
+        },
+        packed => packed,
+    }
+}
+
 /// Caffe's (n, c, h, w), each non-negative.
 fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> PyResult<[usize; 4]> {
     Ok([uidx(n, "n")?, uidx(c, "c")?, uidx(h, "h")?, uidx(w, "w")?])
@@ -1020,10 +1033,12 @@ impl PyBlob {
         }
         // A plain Python number, converted once as NumPy converts it,
         // stored in place (one element) or filled (a small view).
-        let plain = indexing::is_plain_scalar(value);
+        // One value NumPy's own conversion (PyArray_Pack) takes: a Python
+        // float, int or bool, or a NumPy scalar.
+        let plain = indexing::is_plain_scalar(value) || npyapi::is_numpy_scalar(py, value)?;
         if plain {
             if let Some(at) = indexing::exact_element(key, b.rank()) {
-                if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                if let Some(s) = pack_at(py, b, &at, value)? {
                     return core(b.set_element(&at, &s));
                 }
             }
@@ -1032,14 +1047,16 @@ impl PyBlob {
         match indexing::parse(key, &mut k)? {
             true => {
                 if let Some(at) = indexing::element_of(&k, b.rank()).filter(|_| plain) {
-                    if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                    if let Some(s) = pack_at(py, b, &at, value)? {
                         return core(b.set_element(&at, &s));
                     }
                 }
                 let view = core(b.index(&k))?;
-                if plain && view.is_small() {
+                if plain {
+                    // One conversion, then a fill in place (without the
+                    // GIL when the view is large).
                     if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
-                        return core(view.fill_element(&s));
+                        return run(py, view.is_small(), move || view.fill_element(&s));
                     }
                 }
                 let src = arrays::assigned_value(py, value, &view)?;

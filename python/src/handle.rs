@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 /// A blob: an N-d array of one dtype on an engine, with NeoML's seven
 /// named dims, Caffe's data/diff and capacity, safe views (windows,
 /// slices) and LIFO buffers. ``numpy.asarray(b)`` shares its memory.
-#[pyclass(name = "Blob", module = "blobcore", frozen, sequence, freelist = 64)]
+// No pyo3 freelist: its mutex cost more per view (`b[0]`, `b.T`) than
+// CPython's own allocator saves (measured in session 27).
+#[pyclass(name = "Blob", module = "blobcore", frozen, sequence)]
 pub struct PyBlob {
     pub(crate) b: Blob,
     /// The last `b.shape` tuple handed out and the core generation it was

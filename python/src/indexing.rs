@@ -138,8 +138,9 @@ pub fn element_of(key: &[Index], rank: usize) -> Option<smallvec::SmallVec<[i64;
 }
 
 /// True for the Python values `b[key] = value` converts itself (exact
-/// `float`, `int` and `bool`, through NumPy's own conversion); anything
-/// else (arrays, sequences, blobs, NumPy scalars) goes through an ndarray.
+/// `float`, `int` and `bool`, through NumPy's own conversion; NumPy
+/// scalars are the other such values, see `npyapi::is_numpy_scalar`);
+/// anything else (arrays, sequences, blobs) goes through an ndarray.
 pub fn is_plain_scalar(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<pyo3::types::PyFloat>()
         || value.is_exact_instance_of::<PyInt>()

@@ -30,6 +30,8 @@ struct Api {
     /// The NumPy dtype (a `PyArray_Descr`) of each of `DType::ALL`, when
     /// the dtype object is one.
     descrs: Vec<Option<Py<PyAny>>>,
+    /// `numpy.generic`, the base of NumPy's scalar types.
+    generic: Py<pyo3::types::PyType>,
 }
 
 static API: PyOnceLock<Option<Api>> = PyOnceLock::new();
@@ -66,7 +68,8 @@ fn load(py: Python<'_>) -> PyResult<Option<Api>> {
             Ok(if obj.is_instance(&dtype_type)? { Some(obj.unbind()) } else { None })
         })
         .collect::<PyResult<Vec<_>>>()?;
-    Ok(Some(Api { scalar, pack, descrs }))
+    let generic = py.import("numpy")?.getattr("generic")?.cast_into::<pyo3::types::PyType>()?.unbind();
+    Ok(Some(Api { scalar, pack, descrs, generic }))
 }
 
 fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
@@ -92,6 +95,14 @@ pub fn scalar<'py>(py: Python<'py>, s: &Scalar) -> PyResult<Option<Bound<'py, Py
         let obj = (api.scalar)(bytes.as_mut_ptr() as *mut c_void, d, std::ptr::null_mut());
         Bound::from_owned_ptr_or_err(py, obj).map(Some)
     }
+}
+
+/// True for a NumPy scalar (`numpy.float64(2.5)`, `numpy.uint8(7)`,
+/// ml_dtypes' scalars): one value [`pack`] converts as NumPy's `a[i] = v`
+/// does. False when the API is not there.
+pub fn is_numpy_scalar(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let Some(api) = api(py)? else { return Ok(false) };
+    Ok(value.is_instance(api.generic.bind(py))?)
 }
 
 /// `value` converted to one `dtype` element as NumPy's `a[i] = value`

@@ -425,6 +425,13 @@ ROWS = [
     (lambda f: bc.asblob(np.zeros(3, np.float32)[::1].view()).__setitem__(3, 1.0), IndexError, ""),
     (lambda f: bc.asblob(READ_ONLY).__setitem__(0, 1.0), bc.ReadOnlyError, "read-only"),
     (lambda f: bc.asblob(READ_ONLY).__setitem__(slice(0, 2), 1.0), bc.ReadOnlyError, "read-only"),
+    # NumPy scalars go through NumPy's own conversion; the index is checked first
+    (lambda f: f.a.__setitem__((0, 0), np.void(b"ab")), ValueError, "sequence"),
+    (lambda f: f.a.__setitem__((0, slice(None)), np.str_("x")), ValueError, "could not convert"),
+    (lambda f: f.a.__setitem__((5, 0), np.void(b"ab")), IndexError, "out of bounds"),
+    (lambda f: f.b.__setitem__((5, 0), float("nan")), IndexError, "out of bounds"),
+    (lambda f: f.b.__setitem__((np.int64(5), 0), 2**40), IndexError, "out of bounds"),
+    (lambda f: bc.asblob(READ_ONLY).__setitem__(0, np.float32(1)), bc.ReadOnlyError, "read-only"),
     # DLPack's C exchange API (the table's entries, called as C consumers do)
     (lambda f: exchange_from_py(np.zeros(3)), TypeError, "not a blobcore.Blob"),
     (lambda f: exchange_to_py(None), bc.BlobError, "null"),

@@ -5,6 +5,7 @@ that reach the same memory through NumPy, DLPack, pickle buffers and
 failure reproduces; every 16-bit pattern is checked exhaustively."""
 
 import pickle
+import warnings
 from fractions import Fraction
 
 import ml_dtypes
@@ -638,3 +639,73 @@ def test_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door
         back = bc.Blob.tensor([n, c, h, w], dtype=dtype)
         back.reorder_from(layout)
         assert same_bits(np.asarray(back), a)
+
+
+@SETTINGS
+@given(
+    ak=array_and_key(for_set=True),
+    big=st.booleans(),
+    value=st.one_of(st.integers(-3, 300), st.floats(-1e3, 1e3, allow_nan=False), st.booleans()),
+    scalar_type=st.sampled_from([None, None, np.float64, np.float32, np.float16, np.int64, np.uint8, np.int8, np.bool_, ml_dtypes.bfloat16]),
+    door=st.sampled_from(["blob", "numpy", "dlpack", "pickle", "transposed", "read-only"]),
+)
+def test_scalar_get_and_set_equal_numpy_through_every_door(ak, big, value, scalar_type, door):
+    # b[key] and b[key] = plain Python number (the core picks the element
+    # in place or the view to fill; views past 16 KiB are filled without
+    # the GIL) against NumPy's a[key] and a[key] = value, the blob reached
+    # as a copy, over NumPy's own memory (the write must land there), a
+    # DLPack import, a pickle round trip, a transposed view or read-only
+    # memory (ReadOnlyError, nothing changes).
+    a, key = ak
+    if scalar_type is not None:  # a NumPy scalar (NumPy's own wrapping and rounding)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                value = np.array(value).astype(scalar_type)[()]
+            except (OverflowError, ValueError):
+                return
+    if big:  # the same key on a blob past the small-call threshold
+        a = np.repeat(a[..., None], 20000 // max(1, a.size) + 1, axis=-1) if a.size else a
+        key = key if isinstance(key, tuple) else (key,)
+    mem = a.copy()
+    if door == "blob":
+        b, want = bc.Blob.from_numpy(mem), mem.copy()
+    elif door == "numpy":
+        b, want = bc.Blob.from_numpy(mem, copy=False), mem
+    elif door == "dlpack":
+        b, want = bc.from_dlpack(mem), mem
+    elif door == "pickle":
+        b, want = pickle.loads(pickle.dumps(bc.Blob.from_numpy(mem), protocol=5)), mem.copy()
+    elif door == "transposed":
+        b, want = bc.Blob.from_numpy(np.ascontiguousarray(mem.T)).T, mem.copy()
+    else:
+        mem.flags.writeable = False
+        b, want = bc.Blob.from_numpy(mem, copy=False), mem
+    try:
+        ref = want[key]
+    except IndexError:
+        with pytest.raises(IndexError):
+            b[key]
+        return
+    got = b[key]
+    if isinstance(got, bc.Blob):
+        assert not np.isscalar(ref) and np.array_equal(np.asarray(got), ref) and np.asarray(got).shape == ref.shape
+    else:
+        assert type(got) is type(ref) and got == ref
+    expect = want.copy()
+    try:
+        expect[key] = value
+    except (OverflowError, ValueError) as e:
+        with pytest.raises(type(e)):
+            b[key] = value
+        assert np.array_equal(np.asarray(b), want)
+        return
+    if door == "read-only":
+        with pytest.raises(bc.ReadOnlyError):
+            b[key] = value
+        assert np.array_equal(np.asarray(b), a)
+        return
+    b[key] = value
+    assert np.array_equal(np.asarray(b), expect)
+    if door in ("numpy", "dlpack"):
+        assert np.array_equal(mem, expect), "the write did not reach NumPy's memory"
