@@ -102,7 +102,7 @@ pub fn scalar<'py>(py: Python<'py>, s: &Scalar) -> PyResult<Option<Bound<'py, Py
 /// does. False when the API is not there.
 pub fn is_numpy_scalar(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
     let Some(api) = api(py)? else { return Ok(false) };
-    Ok(value.is_instance(api.generic.bind(py))?)
+    value.is_instance(api.generic.bind(py))
 }
 
 /// `value` converted to one `dtype` element as NumPy's `a[i] = value`
