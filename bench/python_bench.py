@@ -30,6 +30,7 @@ PER_CALL = [
     # (statement, issue 29's target for blob / ndarray)
     ("x[0]", 1.5), ("x[::2, 1]", 1.5), ("x.T", 1.5),
     ("x[1, 2, 3]", 1.5), ("x[1, 2, 3, 4]", 2.0), ("x[1, 2, 3, 4] = 1.0", 2.0), ("x[0, :4] = 2.0", 2.0),
+    ("x[1, 2, 3, 4] = np.float32(1.0)", 2.0), ("x[0, :4] = np.float32(2.0)", 2.0),
     ("np.asarray(x)", 2.0), ("x.shape", 1.2),
     ("s.copy()", 1.5), ("s.fill(1.0)", 1.5), ("np.from_dlpack(x)", 1.5),
 ]
@@ -56,6 +57,13 @@ def per_call() -> None:
     theirs = min(timeit.repeat("np.zeros(8, np.float32)", number=n, repeat=5, globals=g)) / n * 1e9
     verdict = "meets" if ours / theirs <= 1.5 else "MISSES"
     print(f"| `bc.Blob.vector(8)` vs `np.zeros(8, np.float32)` | {ours:.0f} ns | {theirs:.0f} ns | {ours / theirs:.2f}x | <= 1.5x {verdict} |")
+    # A scalar assigned to a large view (4 MiB): filled in place by the core.
+    y = np.zeros((1024, 1024), np.float32)
+    k = 50 if not QUICK else 5
+    for stmt in ("y[:] = 1.0", "y[:] = np.float32(1.0)"):
+        ours = min(timeit.repeat(stmt, number=k, repeat=5, globals={"np": np, "y": bc.Blob.from_numpy(y)})) / k * 1e6
+        theirs = min(timeit.repeat(stmt, number=k, repeat=5, globals={"np": np, "y": y})) / k * 1e6
+        print(f"| `{stmt}` (4 MiB) | {ours:.0f} us | {theirs:.0f} us | {ours / theirs:.2f}x | (no target) |")
     # The floor of `np.asarray` for any object that is not an ndarray:
     # NumPy tries the buffer protocol first, and pays its own cost there
     # whoever exports (a memoryview of the same 4-D array, a bytearray).
