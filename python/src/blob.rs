@@ -1031,10 +1031,10 @@ impl PyBlob {
         if !b.is_writable() {
             return core(Err(blobcore::Error::ReadOnly("the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob".into())));
         }
-        // A plain Python number, converted once as NumPy converts it,
-        // stored in place (one element) or filled (a small view).
-        // One value NumPy's own conversion (PyArray_Pack) takes: a Python
-        // float, int or bool, or a NumPy scalar.
+        // One value NumPy's own conversion (PyArray_Pack) takes (a Python
+        // float, int or bool, or a NumPy scalar): converted once as NumPy
+        // converts it, then stored in place (one element) or filled (a
+        // view of any size).
         let plain = indexing::is_plain_scalar(value) || npyapi::is_numpy_scalar(py, value)?;
         if plain {
             if let Some(at) = indexing::exact_element(key, b.rank()) {
