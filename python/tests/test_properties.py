@@ -650,9 +650,10 @@ def test_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door
     door=st.sampled_from(["blob", "numpy", "dlpack", "pickle", "transposed", "read-only"]),
 )
 def test_scalar_get_and_set_equal_numpy_through_every_door(ak, big, value, scalar_type, door):
-    # b[key] and b[key] = plain Python number (the core picks the element
-    # in place or the view to fill; views past 16 KiB are filled without
-    # the GIL) against NumPy's a[key] and a[key] = value, the blob reached
+    # b[key] and b[key] = a Python number or a NumPy scalar (packed once by
+    # NumPy's conversion, then stored in the element or filled into the
+    # view; views past 16 KiB are filled without the GIL) against NumPy's
+    # a[key] and a[key] = value, the blob reached
     # as a copy, over NumPy's own memory (the write must land there), a
     # DLPack import, a pickle round trip, a transposed view or read-only
     # memory (ReadOnlyError, nothing changes).
