@@ -21,7 +21,7 @@ use crate::storage::{Borrow, Head, ReleaseFn, Storage};
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// A tensor: dtype + shape over shared, lazily allocated storage.
 #[derive(Clone)]
@@ -39,6 +39,9 @@ pub(crate) struct BlobInner {
     companion: bool,
     /// The shape's size in bytes, readable without the state lock (see [`Blob::is_small`]).
     bytes_hint: AtomicUsize,
+    /// The shape's rank, read without the state lock ([`Blob::rank`]):
+    /// stored under the state's write lock whenever the shape changes.
+    rank: AtomicU8,
     /// Bumped on every write access to the state (see [`Blob::generation`]).
     generation: AtomicU64,
 }
@@ -456,6 +459,7 @@ impl Blob {
         Blob {
             inner: Arc::new(BlobInner {
                 bytes_hint: AtomicUsize::new(state.shape.count() * dtype.size()),
+                rank: AtomicU8::new(state.shape.rank() as u8),
                 generation: AtomicU64::new(0),
                 engine: engine.clone(),
                 dtype,
@@ -783,7 +787,8 @@ impl Blob {
 
     /// Number of axes.
     pub fn rank(&self) -> usize {
-        self.state().shape.rank()
+        // Stored with every shape change, under the state's write lock.
+        usize::from(self.inner.rank.load(Ordering::Acquire))
     }
 
     /// Number of elements (NeoML `GetDataSize`, Caffe `count()`).
@@ -1083,11 +1088,13 @@ impl Blob {
         };
         apply(&mut st);
         self.inner.bytes_hint.store(shape.count() * es, Ordering::Relaxed);
+        self.inner.rank.store(shape.rank() as u8, Ordering::Release);
         if let Some(dst) = diff_st.as_deref_mut() {
             apply(dst);
         }
         if let Some(d) = &diff {
             d.inner.bytes_hint.store(shape.count() * es, Ordering::Relaxed);
+            d.inner.rank.store(shape.rank() as u8, Ordering::Release);
         }
         drop((st, diff_st));
         drop(old);
@@ -1115,8 +1122,11 @@ impl Blob {
             ));
         }
         st.shape = shape.clone();
+        self.inner.rank.store(shape.rank() as u8, Ordering::Release);
         if let Some(d) = diff {
-            d.state_mut().shape = shape;
+            let mut dst = d.state_mut();
+            d.inner.rank.store(shape.rank() as u8, Ordering::Release);
+            dst.shape = shape;
         }
         Ok(())
     }

@@ -189,12 +189,27 @@ fn reshape_case<T: Element>(dims: Vec<usize>, new_dims: Vec<usize>) {
     let old: Vec<T> = a.iter().copied().collect();
     let n_new: usize = new_dims.iter().product();
     let cap = b.capacity();
+    // The diff follows the shape; both ranks are read without the lock.
+    let diff = n_new.is_multiple_of(2).then(|| b.diff().unwrap());
+    assert_eq!(b.rank(), dims.len());
     let g = b.generation();
     let _ = (b.dims(), b.to_vec::<T>().unwrap(), b.capacity());
     assert_eq!(b.generation(), g, "reads leave the generation alone");
     b.reshape(&new_dims).unwrap();
     assert_ne!(b.generation(), g, "a reshape moves the generation");
     assert_eq!(b.dims(), new_dims);
+    assert_eq!((b.rank(), b.dims().len()), (new_dims.len(), new_dims.len()));
+    if let Some(d) = &diff {
+        assert_eq!((d.rank(), d.dims()), (new_dims.len(), new_dims.clone()));
+    }
+    // Reinterpreting as one flat axis (same count) moves the rank too.
+    b.reinterpret(&[n_new]).unwrap();
+    assert_eq!(b.rank(), 1);
+    if let Some(d) = &diff {
+        assert_eq!((d.rank(), d.dims()), (1, vec![n_new]));
+    }
+    b.reinterpret(&new_dims).unwrap();
+    assert_eq!(b.rank(), new_dims.len());
     let got = b.to_vec::<T>().unwrap();
     if n_new <= cap {
         // Caffe: the memory and its contents are kept.

@@ -15,6 +15,9 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 /// What [`Engine::default_engine`] returns, once chosen.
 static DEFAULT: RwLock<Option<Engine>> = RwLock::new(None);
+/// True once [`Engine::set_default`] has run: until then (the usual case)
+/// [`Engine::default_engine`] does not take `DEFAULT`'s lock.
+static DEFAULT_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The engine `BLOBCORE_ENGINE` names, opened on first use.
 static FROM_ENV: OnceLock<crate::Result<Engine>> = OnceLock::new();
 
@@ -54,7 +57,7 @@ pub struct EngineStats {
 /// A handle to an engine; cheap to clone, shared by the blobs created on it.
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<EngineInner>,
+    inner: Handle,
 }
 
 struct EngineInner {
@@ -62,10 +65,33 @@ struct EngineInner {
     gpu: Option<Arc<gpu::Gpu>>,
 }
 
+/// The one CPU engine, a static: handles to it are copied, with no
+/// reference count to touch (every blob, view and import holds one).
+static CPU: EngineInner = EngineInner { kind: EngineKind::Cpu, gpu: None };
+
+/// An engine handle: the static CPU engine, or a GPU engine shared by
+/// reference count (its device is released with the last handle).
+#[derive(Clone)]
+enum Handle {
+    Cpu,
+    Device(Arc<EngineInner>),
+}
+
+impl std::ops::Deref for Handle {
+    type Target = EngineInner;
+    #[inline]
+    fn deref(&self) -> &EngineInner {
+        match self {
+            Handle::Cpu => &CPU,
+            Handle::Device(d) => d,
+        }
+    }
+}
+
 impl Engine {
     /// The CPU engine. Every call returns a handle to the same engine.
     pub fn cpu() -> Engine {
-        cpu::default_engine()
+        Engine { inner: Handle::Cpu }
     }
 
     /// A new GPU engine on the first adapter whose name contains
@@ -77,7 +103,7 @@ impl Engine {
     /// once. No adapter is `Error::Device`, naming the adapters found.
     pub fn gpu(adapter_hint: Option<&str>) -> crate::Result<Engine> {
         let g = gpu::Gpu::open(adapter_hint)?;
-        Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Gpu, gpu: Some(Arc::new(g)) }) })
+        Ok(Engine { inner: Handle::Device(Arc::new(EngineInner { kind: EngineKind::Gpu, gpu: Some(Arc::new(g)) })) })
     }
 
     /// A new CUDA engine on NVIDIA GPU `ordinal` (0 is the first), with
@@ -89,7 +115,7 @@ impl Engine {
     /// make one and share it.
     pub fn cuda(ordinal: usize) -> crate::Result<Engine> {
         let g = gpu::Gpu::open_cuda(ordinal)?;
-        Ok(Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cuda, gpu: Some(Arc::new(g)) }) })
+        Ok(Engine { inner: Handle::Device(Arc::new(EngineInner { kind: EngineKind::Cuda, gpu: Some(Arc::new(g)) })) })
     }
 
     /// The engine's transfer and kernel counters (all zero on the CPU).
@@ -104,10 +130,6 @@ impl Engine {
         }
     }
 
-    pub(crate) fn new_cpu() -> Engine {
-        Engine { inner: Arc::new(EngineInner { kind: EngineKind::Cpu, gpu: None }) }
-    }
-
     /// The default engine: what the C API's NULL engine and Python's
     /// `engine=None` mean. It is the CPU engine unless
     /// [`Engine::set_default`] chose another, or the environment variable
@@ -116,8 +138,10 @@ impl Engine {
     /// runs unmodified programs — and the test suites — on a GPU. A GPU
     /// named there but missing is `Error::Device` here.
     pub fn default_engine() -> crate::Result<Engine> {
-        if let Some(e) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            return Ok(e.clone());
+        if DEFAULT_SET.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(e) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                return Ok(e.clone());
+            }
         }
         FROM_ENV
             .get_or_init(|| match std::env::var("BLOBCORE_ENGINE").as_deref() {
@@ -139,6 +163,7 @@ impl Engine {
     /// Makes `engine` the default engine (see [`Engine::default_engine`]).
     pub fn set_default(engine: &Engine) {
         *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(engine.clone());
+        DEFAULT_SET.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Waits until the engine has finished every operation queued so far
@@ -209,7 +234,7 @@ impl Engine {
 
     /// True when both handles refer to the same engine.
     pub fn same(&self, other: &Engine) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        std::ptr::eq::<EngineInner>(&*self.inner, &*other.inner)
     }
 }
 
