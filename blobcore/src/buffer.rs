@@ -49,7 +49,7 @@ impl Blob {
         let (pos, size) = (pos as usize, region.count());
         // exchange = the holder reads current data (the head may stay
         // Synced); otherwise it will overwrite it (the head moves here).
-        let (pin, base) = region.storage.pin_host(!exchange)?;
+        let (pin, base) = std::sync::Arc::clone(&region.storage).pin_host(!exchange)?;
         let byte_off = region.offset * self.dtype().size();
         if byte_off + size * self.dtype().size() > region.storage.len() {
             return Err(err!(Internal, "buffer exceeds the blob's memory"));

@@ -198,7 +198,7 @@ impl Blob {
             return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
         }
         let writable = write && storage.is_writable();
-        let (pin, ptr, at) = pin_at(&storage, writable, device, start)?;
+        let (pin, ptr, at) = pin_at(storage, writable, device, start)?;
         let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
         Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable, device: at })
     }
@@ -250,7 +250,7 @@ impl Blob {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
         let writable = writable && storage.is_writable();
-        let (pin, ptr, at) = pin_at(&storage, write_pin && writable, device, start)?;
+        let (pin, ptr, at) = pin_at(storage, write_pin && writable, device, start)?;
         Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable, device: at })
     }
 }
@@ -259,9 +259,9 @@ impl Blob {
 /// and returns the pin, the address of byte `start` (checked by the
 /// caller to lie inside the storage) and the DLPack device it is on.
 #[inline(always)]
-fn pin_at(storage: &Arc<Storage>, write: bool, device: bool, start: usize) -> Result<(crate::storage::Pin, NonNull<u8>, (i32, i32))> {
+fn pin_at(storage: Arc<Storage>, write: bool, device: bool, start: usize) -> Result<(crate::storage::Pin, NonNull<u8>, (i32, i32))> {
     if device {
-        return pin_device_at(storage, write, start);
+        return pin_device_at(&storage, write, start);
     }
     let (pin, base) = storage.pin_host(write)?;
     // SAFETY: start + len <= storage.len() (checked by the caller), so the

@@ -20,7 +20,7 @@ use crate::error::{err, Result};
 use crate::shared::SharedMem;
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Alignment of every heap allocation.
@@ -187,6 +187,12 @@ pub struct Storage {
     /// the state lock, and never changed (a storage's memory does not move),
     /// so overlap checks read it without locking.
     addr: AtomicUsize,
+    /// True once the memory is settled at the host for good: a storage
+    /// without a GPU whose host memory exists and whose head is at the
+    /// host can never move its head again, so exports pin it without the
+    /// state lock and without counting ([`Storage::pin_host`]; nothing
+    /// reads the pin counts of a storage without a device copy).
+    settled: AtomicBool,
 }
 
 // SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
@@ -213,7 +219,7 @@ impl Storage {
 
     /// A lazy storage that also keeps a device copy on `gpu`.
     pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, addr: AtomicUsize::new(0) })
+        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
     }
 
     /// A storage holding a copy of `bytes` on the host (a small blob's
@@ -231,7 +237,7 @@ impl Storage {
         // allocation is never shorter than asked for), which `bytes`
         // cannot overlap.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), len) };
-        Ok(Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
+        Ok(Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
     }
 
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
@@ -253,7 +259,7 @@ impl Storage {
     /// With `read_only`, `ptr` need only be valid for reads: every write
     /// path ([`Storage::check_writable`]) refuses.
     pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
     }
 
     /// [`Storage::external_on`] for bytes of a memory-mapped file.
@@ -261,7 +267,7 @@ impl Storage {
     /// # Safety
     /// As [`Storage::external_on`].
     pub(crate) unsafe fn file_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
     }
 
     /// A storage on shared memory (see [`crate::shared`]), read-only when
@@ -270,7 +276,7 @@ impl Storage {
     pub(crate) fn shared_on(mem: Arc<SharedMem>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
         let addr = mem.ptr().as_ptr() as usize;
         let (len, read_only) = (mem.len(), read_only || mem.read_only());
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), gpu, file_backed: false, addr: AtomicUsize::new(addr) })
+        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(addr) })
     }
 
     /// The shared memory this storage lives on, if it does.
@@ -337,7 +343,7 @@ impl Storage {
     pub(crate) fn device_only(len: usize, gpu: Arc<Gpu>, buf: DevBuf, read_only: bool) -> Arc<Storage> {
         let mut st = State::new(Head::HeadAtGpu, HostMem::None);
         st.device = Some(buf);
-        Arc::new(Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, addr: AtomicUsize::new(0) })
+        Arc::new(Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
     }
 
     /// The device address of the CUDA copy, if there is one.
@@ -506,7 +512,7 @@ impl Storage {
             st.device_read_pins += 1;
         }
         let buf = st.device.clone().ok_or_else(|| err!(Internal, "device buffer missing"))?;
-        Ok((Pin { storage: Arc::clone(self), write, device: true }, buf))
+        Ok((Pin { storage: Arc::clone(self), write, device: true, counted: true }, buf))
     }
 
     fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
@@ -534,8 +540,15 @@ impl Storage {
     /// write (`write`) or nothing existed yet, and counts the pin until it
     /// drops — all under one lock, so no kernel can finish in between and
     /// leave the device newer than memory someone now holds.
-    pub(crate) fn pin_host(self: &Arc<Self>, write: bool) -> Result<(Pin, NonNull<u8>)> {
+    pub(crate) fn pin_host(self: Arc<Self>, write: bool) -> Result<(Pin, NonNull<u8>)> {
         self.check_writable(write)?;
+        if self.settled.load(Ordering::Acquire) {
+            // Settled: the head stays at the host and the address never
+            // changes, so there is nothing to make current or to count.
+            if let Some(p) = self.host_addr().and_then(|a| NonNull::new(a as *mut u8)) {
+                return Ok((Pin { storage: self, write, device: false, counted: false }, p));
+            }
+        }
         let mut st = lock(&self.state);
         let p = self.host_ptr_locked(&mut st)?;
         if write || st.head == Head::Uninitialized {
@@ -546,7 +559,13 @@ impl Storage {
         } else {
             st.read_pins += 1;
         }
-        Ok((Pin { storage: Arc::clone(self), write, device: false }, p))
+        if self.gpu.is_none() {
+            // The host memory exists and the head is at the host now.
+            self.settled.store(true, Ordering::Release);
+        }
+        drop(st);
+        // The caller's reference becomes the pin's (no count to touch).
+        Ok((Pin { storage: self, write, device: false, counted: true }, p))
     }
 
     /// Device access to bytes `[start, end)` for a GPU kernel: registers a
@@ -782,6 +801,9 @@ pub(crate) struct Pin {
     write: bool,
     /// A pin of the device copy (a `kDLCUDA` export) rather than the host's.
     device: bool,
+    /// Counted in the storage's state (false for a settled storage's pins,
+    /// whose drop takes no lock).
+    counted: bool,
 }
 
 impl Pin {
@@ -793,6 +815,9 @@ impl Pin {
 
 impl Drop for Pin {
     fn drop(&mut self) {
+        if !self.counted {
+            return;
+        }
         let mut st = lock(&self.storage.state);
         let count = match (self.device, self.write) {
             (false, true) => &mut st.pins,
@@ -856,6 +881,34 @@ mod tests {
             let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), len) };
             assert!(bytes.iter().all(|&b| b == 0));
         }
+    }
+
+    #[test]
+    fn host_only_pins_settle_after_the_first() {
+        // A lazy storage without a GPU: the first pin allocates, moves the
+        // head to the host and is counted under the lock; later pins take
+        // the settled path (uncounted, no lock), on the same memory, and
+        // keep the storage alive as the first does.
+        let s = Storage::lazy(64);
+        assert!(!s.settled.load(Ordering::Acquire));
+        let (first, p) = Arc::clone(&s).pin_host(false).unwrap();
+        assert!(first.counted && s.settled.load(Ordering::Acquire));
+        assert_eq!((s.head(), lock(&s.state).read_pins), (Head::HeadAtCpu, 1));
+        let (second, q) = Arc::clone(&s).pin_host(true).unwrap();
+        assert!(!second.counted);
+        assert_eq!(p, q);
+        assert_eq!((lock(&s.state).pins, Arc::strong_count(&s)), (0, 3));
+        drop((first, second));
+        assert_eq!((lock(&s.state).read_pins, Arc::strong_count(&s)), (0, 1));
+        // A read-only storage still refuses a writable pin on that path.
+        let mut mem = [0u8; 16];
+        // SAFETY: `mem` outlives `ro` (dropped first, at the end of the
+        // test) and is only read through it.
+        let ro = unsafe { Storage::external_on(NonNull::new(mem.as_mut_ptr()).unwrap(), 16, None, None, true) };
+        assert!(ro.settled.load(Ordering::Acquire));
+        let refused = Arc::clone(&ro).pin_host(true).err().map(|e| e.code());
+        assert_eq!(refused, Some(crate::Error::ReadOnly(String::new()).code()));
+        assert!(Arc::clone(&ro).pin_host(false).is_ok());
     }
 
     #[test]
