@@ -1038,7 +1038,13 @@ impl Blob {
         self.refuse_companion("reshape")?;
         let shape = Shape::new(dims)?;
         shape.byte_size(self.dtype())?;
-        let diff = mutex(&self.inner.diff).clone();
+        // The diff slot stays locked until the shape is stored, so a
+        // `diff()` racing this call either exists before (and follows
+        // below) or is created after (with the new dims). Lock order:
+        // diff slot, then this blob's state, then the diff's state, as in
+        // `diff()`.
+        let slot = mutex(&self.inner.diff);
+        let diff = slot.clone();
         let mut st = self.state_mut();
         if !st.is_dense() {
             return Err(err!(Unsupported, "cannot reshape a blob with a non-default layout; reorder it into a dense blob first"));
@@ -1096,7 +1102,7 @@ impl Blob {
             d.inner.bytes_hint.store(shape.count() * es, Ordering::Relaxed);
             d.inner.rank.store(shape.rank() as u8, Ordering::Release);
         }
-        drop((st, diff_st));
+        drop((st, diff_st, slot));
         drop(old);
         Ok(())
     }
@@ -1107,7 +1113,9 @@ impl Blob {
     pub fn reinterpret(&self, dims: &[usize]) -> Result<()> {
         self.refuse_companion("reinterpret")?;
         let shape = Shape::new(dims)?;
-        let diff = mutex(&self.inner.diff).clone();
+        // Held to the end, as in `reshape`: a racing `diff()` follows.
+        let slot = mutex(&self.inner.diff);
+        let diff = slot.clone();
         let mut st = self.state_mut();
         if !st.is_dense() {
             return Err(err!(Unsupported, "cannot reinterpret a blob with a non-default layout; reorder it into a dense blob first"));

@@ -309,3 +309,111 @@ fn shared_memory_from_many_threads() {
         assert!(v[t * ROW..(t + 1) * ROW].iter().all(|&x| x == t as f32), "row {t}");
     }
 }
+
+/// A blob's rank is read without its state lock (it is stored with every
+/// shape change). One thread reshapes and reinterprets a blob and its diff
+/// through ranks 1 to 4 and reads back the rank it set; the others read
+/// the rank, the dims and the diff's, index by the rank they read and take
+/// views, under a watchdog. Every rank read is one the blob had, an index
+/// of the rank read either answers element 0 or refuses with a clear
+/// error, and at rest the rank, the dims and the diff agree.
+#[test]
+fn the_rank_read_without_the_lock_follows_reshapes_from_many_threads() {
+    const SHAPES: [&[usize]; 4] = [&[24], &[4, 6], &[2, 3, 4], &[1, 2, 3, 4]];
+    let e = Engine::cpu();
+    let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let b = Blob::from_slice(&e, &[2, 3, 4], &values).unwrap();
+    b.diff().unwrap();
+    let start = Arc::new(Barrier::new(THREADS));
+    let done = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (b, start, done) = (b.clone(), Arc::clone(&start), Arc::clone(&done));
+            std::thread::spawn(move || {
+                start.wait();
+                if t == 0 {
+                    // Readers stop when the writer ends, by a panic too.
+                    struct Done(Arc<AtomicUsize>);
+                    impl Drop for Done {
+                        fn drop(&mut self) {
+                            self.0.store(1, Ordering::Release);
+                        }
+                    }
+                    let _done = Done(Arc::clone(&done));
+                    for i in 0..4000 {
+                        let dims = SHAPES[i % 4];
+                        if i % 2 == 0 { b.reshape(dims).unwrap() } else { b.reinterpret(dims).unwrap() }
+                        // The only writer: its own store is what it reads.
+                        assert_eq!(b.rank(), dims.len());
+                        assert_eq!(b.diff().unwrap().rank(), dims.len());
+                    }
+                    return;
+                }
+                let mut reads = 0usize;
+                while done.load(Ordering::Acquire) == 0 || reads < 1000 {
+                    reads += 1;
+                    let r = b.rank();
+                    assert!((1..=4).contains(&r), "rank {r} was never set");
+                    let dims = b.dims();
+                    assert!((1..=4).contains(&dims.len()) && dims.iter().product::<usize>() == 24, "dims {dims:?}");
+                    let d = b.diff().unwrap().rank();
+                    assert!((1..=4).contains(&d), "diff rank {d} was never set");
+                    match b.get_element(&vec![0i64; r]) {
+                        Ok(v) => assert_eq!(v.to_f64(), 0.0),
+                        Err(e) => assert!(e.code() != 0 && !e.to_string().is_empty()),
+                    }
+                    match b.slice(&vec![0usize; r.min(2)]) {
+                        Ok(v) => assert_eq!(v.get_element(&vec![0i64; v.rank()]).unwrap().to_f64(), 0.0),
+                        Err(e) => assert!(!e.to_string().is_empty()),
+                    }
+                }
+            })
+        })
+        .collect();
+    let t0 = Instant::now();
+    while !handles.iter().all(|h| h.is_finished()) {
+        assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: a thread did not finish");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for h in handles {
+        h.join().expect("no thread panicked");
+    }
+    assert_eq!(b.rank(), b.dims().len());
+    assert_eq!(b.diff().unwrap().dims(), b.dims());
+    assert_eq!(b.to_vec::<f32>().unwrap(), values);
+}
+
+/// The diff follows every reshape even when it is created by another
+/// thread at the same moment: a reshape racing the first `diff()` leaves
+/// the blob and its diff with the same dims, on every blob. The two
+/// threads meet at a spinning barrier before each blob, so their calls
+/// start within nanoseconds of each other.
+#[test]
+fn a_diff_created_while_another_thread_reshapes_follows_the_reshape() {
+    const N: usize = 20_000;
+    let e = Engine::cpu();
+    let blobs: Arc<Vec<Blob>> = Arc::new((0..N).map(|_| Blob::tensor(&e, DType::F32, &[2, 3, 4]).unwrap()).collect());
+    let arrived = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let meet = |arrived: &[AtomicUsize; 2], me: usize, i: usize| {
+        arrived[me].store(i + 1, Ordering::Release);
+        let t0 = Instant::now();
+        while arrived[1 - me].load(Ordering::Acquire) < i + 1 {
+            assert!(t0.elapsed() < Duration::from_secs(60), "deadlock: the other thread did not arrive");
+            std::hint::spin_loop();
+        }
+    };
+    let (bs, ar) = (Arc::clone(&blobs), Arc::clone(&arrived));
+    let h = std::thread::spawn(move || {
+        for (i, b) in bs.iter().enumerate() {
+            meet(&ar, 1, i);
+            b.diff().unwrap();
+        }
+    });
+    for (i, b) in blobs.iter().enumerate() {
+        meet(&arrived, 0, i);
+        if i % 2 == 0 { b.reshape(&[4, 6]).unwrap() } else { b.reinterpret(&[24]).unwrap() }
+    }
+    h.join().expect("no thread panicked");
+    let apart = blobs.iter().filter(|b| b.diff().unwrap().dims() != b.dims()).count();
+    assert_eq!(apart, 0, "{apart} of {N} diffs did not follow the reshape");
+}
