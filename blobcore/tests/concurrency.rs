@@ -417,3 +417,120 @@ fn a_diff_created_while_another_thread_reshapes_follows_the_reshape() {
     let apart = blobs.iter().filter(|b| b.diff().unwrap().dims() != b.dims()).count();
     assert_eq!(apart, 0, "{apart} of {N} diffs did not follow the reshape");
 }
+
+
+/// Every operation on a blob whose dims another thread keeps changing
+/// (reinterpret, and reshape to fewer elements and back within its
+/// capacity: the memory and the first elements stay), as source, as
+/// destination and as a part: each call either refuses with a clear error
+/// or gives what the dims of one moment give, never a panic, a hang or a
+/// mix of two moments' dims. (A reorder and a merge used dims read at one
+/// moment with a layout read at another: a panic, and out-of-bounds
+/// offsets for some pairs of shapes.)
+#[test]
+fn operations_on_a_blob_whose_dims_change_meanwhile_err_or_are_right() {
+    use blobcore::{Index, Layout, Scalar, TensorDesc};
+    const OPS: usize = 30;
+    let e = Engine::cpu();
+    let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    // `b` keeps its values (only read); `w` is written.
+    let b = Blob::from_slice(&e, &[2, 3, 4], &values).unwrap();
+    let w = Blob::from_slice(&e, &[2, 3, 4], &values).unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    // Readers count themselves done on the way out, by a panic too.
+    struct Done(Arc<AtomicUsize>);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    // The transpose (0, 1) of [2, 3, 4], and the first 4 of the values.
+    let t_want: Vec<f32> = (0..3).flat_map(|j| (0..2).flat_map(move |i| (0..4).map(move |k| (i * 12 + j * 4 + k) as f32))).collect();
+    let handles: Vec<_> = (0..=OPS)
+        .map(|t| {
+            let (b, w, done, values, t_want) = (b.clone(), w.clone(), Arc::clone(&done), values.clone(), t_want.clone());
+            std::thread::spawn(move || {
+                let e = Engine::cpu();
+                if t == 0 {
+                    let shapes: [&[usize]; 6] = [&[4, 6], &[2, 3, 4], &[24], &[2, 2], &[3, 2, 4], &[2, 3, 4]];
+                    let mut i = 0usize;
+                    while done.load(Ordering::Acquire) < OPS {
+                        let d = shapes[i % 6];
+                        for x in [&b, &w] {
+                            let _ = if d.iter().product::<usize>() == 24 && i.is_multiple_of(2) { x.reinterpret(d) } else { x.reshape(d) };
+                        }
+                        i += 1;
+                    }
+                    return;
+                }
+                let _done = Done(done);
+                let src = Blob::from_slice(&e, &[2, 3, 4], &values).unwrap();
+                let o = Blob::tensor(&e, DType::F32, &[2, 3, 4]).unwrap();
+                let o3 = Blob::tensor(&e, DType::F32, &[3, 2, 4]).unwrap();
+                let half = Blob::tensor(&e, DType::F32, &[1, 3, 4]).unwrap();
+                let two = Blob::tensor(&e, DType::F32, &[4, 3, 4]).unwrap();
+                let nhwc = Blob::with_desc(&e, &TensorDesc::new(DType::F32, &[1, 2, 3, 4], Layout::Nhwc).unwrap()).unwrap();
+                let ok = |v: Vec<f32>| v == values || v == values[..4];
+                let mut map = blobcore::BlobMap::new();
+                map.insert("b", b.clone());
+                for _ in 0..3000 {
+                    match t - 1 {
+                        0 => if o.reorder_from(&b).is_ok() { assert_eq!(o.to_vec::<f32>().unwrap(), values) },
+                        1 => if o3.transpose_from(&b, 0, 1).is_ok() { assert_eq!(o3.to_vec::<f32>().unwrap(), t_want) },
+                        2 => if o.copy_from(&b).is_ok() { assert_eq!(o.to_vec::<f32>().unwrap(), values) },
+                        3 => { let _ = w.reorder_from(&src); }
+                        4 => { let _ = w.copy_from(&src); }
+                        5 => { let _ = w.copy_from(&b); }
+                        6 => { let _ = b.copy_from(&b); }
+                        7 => { let _ = Blob::merge(&[&half, &half], 0, &w); }
+                        8 => if Blob::merge(&[&b, &b], 0, &two).is_ok() {
+                            let v = two.to_vec::<f32>().unwrap();
+                            assert_eq!(&v[..24], &values[..]);
+                            assert_eq!(&v[24..], &values[..]);
+                        },
+                        9 => if Blob::split(&b, 0, &[&half, &half]).is_ok() {
+                            assert_eq!(half.to_vec::<f32>().unwrap(), values[12..]);
+                        },
+                        10 => { let _ = w.transpose_from(&b, 0, 1); }
+                        11 => { let _ = w.add(&b); }
+                        12 => if let Ok(c) = b.cast(DType::F64) { assert!(ok(c.to_vec::<f64>().unwrap().into_iter().map(|x| x as f32).collect())) },
+                        13 => if let Ok(s) = b.asum() { assert!(s == 276.0 || s == 6.0, "{s}") },
+                        14 => { let _ = w.fill(1.0); }
+                        15 => { let _ = b.index(&[Index::At(1), Index::ALL]).and_then(|v| v.copy()); }
+                        16 => { let _ = b.slice(&[1]).and_then(|v| v.to_vec::<f32>()); }
+                        17 => { let _ = b.window(1).and_then(|v| v.copy()); }
+                        18 => if let Ok(x) = b.export() { drop(x) },
+                        19 => if let Ok(v) = b.to_npy_bytes() { assert!(ok(Blob::from_npy_bytes(&e, &v).unwrap().to_vec::<f32>().unwrap())) },
+                        20 => if nhwc.reorder_from(&b).is_ok() { assert_eq!(nhwc.to_dense().unwrap().to_vec::<f32>().unwrap(), values) },
+                        21 => { let _ = w.reorder_from(&nhwc); }
+                        22 => if let Ok(x) = b.get_element(&[1, 2, 3]) { assert_eq!(x.to_f64(), 23.0) },
+                        23 => { let _ = w.set_element(&[1, 2, 3], &Scalar::of(5.0f32)); }
+                        24 => if let Ok(p) = b.permuted(&[1, 0, 2]) { if p.dims() == [3, 2, 4] { assert_eq!(p.to_vec::<f32>().unwrap(), t_want) } },
+                        25 => if let Ok(c) = b.copy() { assert!(ok(c.to_vec::<f32>().unwrap())) },
+                        26 => if let Ok(v) = b.to_caffe_bytes(true) { assert!(ok(Blob::from_caffe_bytes(&e, &v).unwrap().to_vec::<f32>().unwrap())) },
+                        27 => if let Ok(v) = map.to_safetensors_bytes() {
+                            assert!(ok(blobcore::BlobMap::from_safetensors_bytes(&e, &v).unwrap().get("b").unwrap().to_vec::<f32>().unwrap()))
+                        },
+                        28 => if let Ok(v) = map.to_gguf_bytes(&[]) {
+                            assert!(ok(blobcore::BlobMap::from_gguf_bytes(&e, &v).unwrap().get("b").unwrap().to_vec::<f32>().unwrap()))
+                        },
+                        _ => if let Ok(v) = b.to_neoml_bytes() { assert!(ok(Blob::from_neoml_bytes(&e, &v).unwrap().to_vec::<f32>().unwrap())) },
+                    }
+                }
+            })
+        })
+        .collect();
+    let t0 = Instant::now();
+    while !handles.iter().all(|h| h.is_finished()) {
+        assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: a thread did not finish");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for h in handles {
+        h.join().expect("no thread panicked");
+    }
+    assert!(b.to_vec::<f32>().map(ok_prefix(&values)).unwrap());
+}
+
+fn ok_prefix(values: &[f32]) -> impl Fn(Vec<f32>) -> bool + '_ {
+    move |v| v == values || v == values[..4]
+}

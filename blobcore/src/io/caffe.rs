@@ -225,6 +225,15 @@ impl BlobProto {
                 ))
             }
         }
+        // The dims, data and diff are three looks: another thread may
+        // have reshaped the blob between them. Same counts mean the same
+        // memory read under the dims of the first look (a reinterpret
+        // leaves the data as it is); otherwise nothing is written.
+        let count: usize = p.shape.as_ref().map_or(0, |s| s.dim.iter().map(|&d| d as usize).product());
+        let lens = [p.data.len() + p.double_data.len(), if write_diff { p.diff.len() + p.double_diff.len() } else { count }];
+        if lens.iter().any(|&n| n != count) {
+            return Err(err!(Busy, "the blob was reshaped by another thread while it was being saved; nothing was written"));
+        }
         Ok(p)
     }
 }

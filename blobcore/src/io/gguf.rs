@@ -654,7 +654,9 @@ impl BlobMap {
             let t = GgmlType::of_dtype(b.dtype()).ok_or_else(|| {
                 err!(DType, "{FORMAT}: tensor {:?} holds {}; GGUF stores float32, float16, bfloat16, float64, int8, int16, int32 and int64", e.name(), b.dtype())
             })?;
-            let dense = if b.is_dense() { b.clone() } else { b.copy()? };
+            // A view (or a copy): dims that no other thread can change
+            // between the header and the bytes.
+            let dense = if b.is_dense() { b.slice(&[])? } else { b.copy()? };
             tensors.push((e.name(), t, dense));
         }
         let mut out = Vec::new();

@@ -156,6 +156,11 @@ pub fn encode(blob: Option<&Blob>, w: &mut dyn Write) -> Result<()> {
 /// Encodes a blob in either form (a null blob has only the `Blob` form:
 /// see [`encode`]).
 pub fn encode_form(blob: &Blob, form: NeomlForm, w: &mut dyn Write) -> Result<()> {
+    // A view of the whole blob: its dims cannot change under the header
+    // and the data (another thread may reshape the blob itself between
+    // two looks, which wrote a header that did not match the data).
+    let view = blob.slice(&[])?;
+    let blob = &view;
     let type_code = match blob.dtype() {
         DType::F32 => TYPE_FLOAT,
         DType::I32 => TYPE_INT,

@@ -317,6 +317,11 @@ pub fn encode(blob: &Blob, w: &mut dyn Write) -> Result<()> {
     } else {
         '<'
     };
+    // A view of the whole blob: its dims cannot change under the header
+    // and the data (another thread may reshape the blob itself between
+    // two looks, which wrote a header that did not match the data).
+    let view = blob.slice(&[])?;
+    let blob = &view;
     let dims = blob.dims();
     let shape = match dims.len() {
         1 => format!("({},)", dims[0]),

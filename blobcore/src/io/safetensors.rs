@@ -283,7 +283,9 @@ impl BlobMap {
                 [b] => b,
                 other => return Err(err!(InvalidArgument, "{FORMAT}: {name:?} holds {} blobs; a tensor is one blob", other.len())),
             };
-            let b = if b.is_dense() { b.clone() } else { b.copy()? };
+            // A view (or a copy): dims that no other thread can change
+            // between the header and the bytes.
+            let b = if b.is_dense() { b.slice(&[])? } else { b.copy()? };
             let shape = b.dims();
             let bytes = b.snapshot().into_read()?;
             out.push((name.to_string(), Out { dtype: st_dtype(b.dtype()), shape, bytes }));

@@ -63,9 +63,7 @@ impl Blob {
         }
         let dst = self.snapshot();
         let mut src = other.snapshot();
-        if dst.shape != src.shape {
-            return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
-        }
+        same_shape(name, &dst, &src)?;
         if !dst.dense || !src.dense {
             // Any layout: the dense kernel on the logical values (the
             // source read first, so `x.add(x)` doubles x).
@@ -85,6 +83,7 @@ impl Blob {
             } else {
                 copied = other.copy()?;
                 src = copied.snapshot();
+                same_shape(name, &dst, &src)?;
                 &copied
             }
         } else {
@@ -97,6 +96,7 @@ impl Blob {
                 Source::Apart(s) => {
                     copied = s;
                     src = copied.snapshot();
+                    same_shape(name, &dst, &src)?;
                     &copied
                 }
             }
@@ -135,4 +135,14 @@ impl Blob {
             }, else => ())
         })
     }
+}
+
+/// The Shape error of an element-wise operation on different dims. Checked
+/// again on every fresh look at the source: another thread may reshape it
+/// between two looks.
+fn same_shape(name: &str, dst: &crate::blob::Region, src: &crate::blob::Region) -> Result<()> {
+    if dst.shape != src.shape {
+        return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
+    }
+    Ok(())
 }

@@ -202,8 +202,11 @@ impl Blob {
         if dtype == self.dtype() {
             return if self.is_dense() { src.copy() } else { Ok(src) };
         }
-        let out = Blob::new(self.engine(), dtype, src.shape())?;
-        let r = src.snapshot().into_read()?;
+        // The dims and the data from one look (another thread may reshape
+        // a shared source in between).
+        let snap = src.snapshot();
+        let out = Blob::new(self.engine(), dtype, snap.shape.clone())?;
+        let r = snap.into_read()?;
         let mut w = out.snapshot().into_write()?;
         dispatch!(src.dtype(), S => {
             let s: &[S] = r.typed::<S>();

@@ -38,6 +38,10 @@ impl Blob {
         let src = if !d.apart(&s) {
             copied = src.copy()?;
             s = copied.snapshot();
+            // Another thread may have reshaped `src` since the check.
+            if d.shape != s.shape {
+                return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
+            }
             &copied
         } else {
             src

@@ -254,7 +254,8 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: &dyn Fn(&[Region], &Regi
     }
     let parts: Vec<Region> = from.iter().map(|b| b.snapshot()).collect();
     let whole = to.snapshot();
-    let plan = plan(&parts, &whole)?;
+    // A first look checks the shapes before any copy is taken.
+    plan(&parts, &whole)?;
     // Parts that share memory with the destination are read from copies
     // taken first (NumPy's rule for overlapping operands).
     let mut apart: Vec<Blob> = Vec::with_capacity(from.len());
@@ -266,6 +267,9 @@ fn run_merge(from: &[&Blob], to: &Blob, op: &str, plan: &dyn Fn(&[Region], &Regi
     }
     let from: Vec<&Blob> = apart.iter().collect();
     let parts: Vec<Region> = from.iter().map(|b| b.snapshot()).collect();
+    // Planned again from the regions it runs on: another thread may have
+    // reshaped a part since the first look (a Shape error, not a panic).
+    let plan = plan(&parts, &whole)?;
     let blobs: Vec<&Blob> = from.iter().copied().chain([to]).collect();
     if let Some(g) = gpu::common_gpu(&blobs) {
         if let Some(chunks) = plan.element_chunks(whole.dtype.size()) {
@@ -310,7 +314,7 @@ fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: &dyn Fn(&[Region], &Regi
     }
     let parts: Vec<Region> = to.iter().map(|b| b.snapshot()).collect();
     let whole = from.snapshot();
-    let plan = plan(&parts, &whole)?;
+    plan(&parts, &whole)?;
     // A source that shares memory with a destination is copied first.
     let whole_fp = from.footprint();
     let copied;
@@ -321,6 +325,8 @@ fn run_split(from: &Blob, to: &[&Blob], op: &str, plan: &dyn Fn(&[Region], &Regi
         from
     };
     let whole = from.snapshot();
+    // As in run_merge: planned again from the regions it runs on.
+    let plan = plan(&parts, &whole)?;
     let blobs: Vec<&Blob> = to.iter().copied().chain([from]).collect();
     if let Some(g) = gpu::common_gpu(&blobs) {
         if let Some(chunks) = plan.element_chunks(whole.dtype.size()) {

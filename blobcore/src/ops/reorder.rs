@@ -117,6 +117,7 @@ struct Side {
     _borrow: Borrow,
     base: usize,
     layouts: Vec<DimLayout>,
+    dims: Vec<usize>,
 }
 
 /// Where a blob's elements are for a reorder: its storage, its span
@@ -128,6 +129,9 @@ struct Extent {
     span: usize,
     layouts: Vec<DimLayout>,
     rel: usize,
+    /// The dims the layouts describe, read under the same state lock:
+    /// another thread may reshape the blob between two looks.
+    dims: Vec<usize>,
 }
 
 fn extent(b: &Blob) -> Result<Extent> {
@@ -139,7 +143,7 @@ fn extent(b: &Blob) -> Result<Extent> {
     let (storage, offset) = (Arc::clone(&st.storage), st.offset);
     drop(st);
     let (layouts, rel) = dim_layouts(&desc)?;
-    Ok(Extent { storage, offset, span: desc.span()?, layouts, rel })
+    Ok(Extent { storage, offset, span: desc.span()?, layouts, rel, dims: desc.dims().to_vec() })
 }
 
 impl Extent {
@@ -155,12 +159,20 @@ impl Extent {
     }
 }
 
+/// The Shape error of a reorder between different dims.
+fn same_dims(dst: &[usize], src: &[usize]) -> Result<()> {
+    if dst != src {
+        return Err(err!(Shape, "reorder: dims differ ({dst:?} and {src:?})"));
+    }
+    Ok(())
+}
+
 fn side(b: &Blob, exclusive: bool) -> Result<Side> {
     let x = extent(b)?;
     let es = b.dtype().size();
     let (start, end) = (x.offset * es, (x.offset + x.span) * es);
     let (borrow, ptr) = x.storage.acquire(start, end, exclusive, exclusive)?;
-    Ok(Side { _borrow: borrow, base: ptr.as_ptr() as usize + start + x.rel * es, layouts: x.layouts })
+    Ok(Side { _borrow: borrow, base: ptr.as_ptr() as usize + start + x.rel * es, layouts: x.layouts, dims: x.dims })
 }
 
 impl Blob {
@@ -175,9 +187,7 @@ impl Blob {
             return Err(err!(DType, "reorder: dtypes differ ({} and {}); convert with astype (cast) first", self.dtype(), src.dtype()));
         }
         let dims = self.dims();
-        if dims != src.dims() {
-            return Err(err!(Shape, "reorder: dims differ ({:?} and {:?})", dims, src.dims()));
-        }
+        same_dims(&dims, &src.dims())?;
         if dims.iter().product::<usize>() == 0 {
             return Ok(());
         }
@@ -190,7 +200,8 @@ impl Blob {
         let src = &src;
         if let Some(g) = gpu::common_gpu(&[self, src]) {
             let (dx, sx) = (extent(self)?, extent(src)?);
-            let parts: Vec<gpu::Strided> = plan(&dims, &dx.layouts, &sx.layouts)?
+            same_dims(&dx.dims, &sx.dims)?;
+            let parts: Vec<gpu::Strided> = plan(&dx.dims, &dx.layouts, &sx.layouts)?
                 .into_iter()
                 .map(|(doff, soff, axes)| {
                     let axes = normalise(axes);
@@ -211,8 +222,11 @@ impl Blob {
         }
         let s = side(src, false)?;
         let d = side(self, true)?;
-        let parts = plan(&dims, &d.layouts, &s.layouts)?;
-        let total = dims.iter().product::<usize>() * es;
+        // The dims checked above may have changed since (another thread's
+        // reshape): the plan is made from the snapshots the borrows cover.
+        same_dims(&d.dims, &s.dims)?;
+        let parts = plan(&d.dims, &d.layouts, &s.layouts)?;
+        let total = d.dims.iter().product::<usize>() * es;
         let parallel = total >= PARALLEL_BYTES;
         for (doff, soff, axes) in parts {
             let axes = normalise(axes);
