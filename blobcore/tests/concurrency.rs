@@ -370,14 +370,7 @@ fn the_rank_read_without_the_lock_follows_reshapes_from_many_threads() {
             })
         })
         .collect();
-    let t0 = Instant::now();
-    while !handles.iter().all(|h| h.is_finished()) {
-        assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: a thread did not finish");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    for h in handles {
-        h.join().expect("no thread panicked");
-    }
+    join_under_watchdog(handles);
     assert_eq!(b.rank(), b.dims().len());
     assert_eq!(b.diff().unwrap().dims(), b.dims());
     assert_eq!(b.to_vec::<f32>().unwrap(), values);
@@ -520,6 +513,17 @@ fn operations_on_a_blob_whose_dims_change_meanwhile_err_or_are_right() {
             })
         })
         .collect();
+    join_under_watchdog(handles);
+    assert!(b.to_vec::<f32>().map(ok_prefix(&values)).unwrap());
+}
+
+fn ok_prefix(values: &[f32]) -> impl Fn(Vec<f32>) -> bool + '_ {
+    move |v| v == values || v == values[..4]
+}
+
+/// Waits for every thread under a two-minute watchdog (a deadlock fails
+/// the test instead of hanging it), then joins them: none may panic.
+fn join_under_watchdog(handles: Vec<std::thread::JoinHandle<()>>) {
     let t0 = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
         assert!(t0.elapsed() < Duration::from_secs(120), "deadlock: a thread did not finish");
@@ -528,9 +532,4 @@ fn operations_on_a_blob_whose_dims_change_meanwhile_err_or_are_right() {
     for h in handles {
         h.join().expect("no thread panicked");
     }
-    assert!(b.to_vec::<f32>().map(ok_prefix(&values)).unwrap());
-}
-
-fn ok_prefix(values: &[f32]) -> impl Fn(Vec<f32>) -> bool + '_ {
-    move |v| v == values || v == values[..4]
 }
