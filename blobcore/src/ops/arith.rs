@@ -3,7 +3,7 @@
 use crate::blob::Blob;
 use crate::dtype::{dispatch_arith, Arith};
 use crate::error::{err, Result};
-use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut, source_for, Source};
+use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut, same_shape, source_for, Source};
 
 #[derive(Clone, Copy)]
 enum BinOp {
@@ -137,12 +137,3 @@ impl Blob {
     }
 }
 
-/// The Shape error of an element-wise operation on different dims. Checked
-/// again on every fresh look at the source: another thread may reshape it
-/// between two looks.
-fn same_shape(name: &str, dst: &crate::blob::Region, src: &crate::blob::Region) -> Result<()> {
-    if dst.shape != src.shape {
-        return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
-    }
-    Ok(())
-}

@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::ops::strided::{self, normalise, Axis};
-use crate::ops::{dst_src, gpu, par_copy};
+use crate::ops::{dst_src, gpu, par_copy, same_shape};
 use crate::overlap::Footprint;
 use crate::shape::Shape;
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
@@ -27,9 +27,7 @@ impl Blob {
         }
         let d = self.snapshot();
         let mut s = src.snapshot();
-        if d.shape != s.shape {
-            return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
-        }
+        same_shape("copy_from", &d, &s)?;
         // Dense regions: their bounds are exactly their bytes.
         if d.same_memory(&s) {
             return Ok(());
@@ -39,9 +37,7 @@ impl Blob {
             copied = src.copy()?;
             s = copied.snapshot();
             // Another thread may have reshaped `src` since the check.
-            if d.shape != s.shape {
-                return Err(err!(Shape, "copy_from: dims differ ({} and {})", d.shape, s.shape));
-            }
+            same_shape("copy_from", &d, &s)?;
             &copied
         } else {
             src

@@ -49,6 +49,16 @@ pub(crate) fn source_for(dst: &Blob, src: &Blob) -> Result<Source> {
     Ok(Source::Apart(if apart { src.clone() } else { src.copy()? }))
 }
 
+/// The Shape error of an element-wise operation or copy on different dims. Checked
+/// again on every fresh look at the source: another thread may reshape it
+/// between two looks.
+pub(crate) fn same_shape(name: &str, dst: &Region, src: &Region) -> Result<()> {
+    if dst.shape != src.shape {
+        return Err(err!(Shape, "{name}: dims differ ({} and {})", dst.shape, src.shape));
+    }
+    Ok(())
+}
+
 /// Exclusive access to `dst` and shared access to `src`, which the caller
 /// has made apart ([`source_for`]); a clash with a live guard is Busy.
 pub(crate) fn dst_src(dst: &Region, src: &Region, op: &str) -> Result<(HostMut, HostRef)> {
