@@ -187,11 +187,15 @@ $(NEOML_VENV)/.ready: python/requirements-neoml.txt
 	else echo "SKIPPED: the neoml package could not be installed into $(NEOML_VENV); its archive tests will skip"; fi
 
 # Builds the abi3 wheel into build/wheels (manylinux_2_17 on x86_64 Linux,
-# see GLIBC_FLOOR) and installs it into .venv.
+# see GLIBC_FLOOR) and installs it into .venv. maturin links through its own
+# zig wrapper, which cargo counts as other flags: in the target directory
+# that libblob-floor uses, each build would throw away the other's crates
+# (a full rebuild of libblob, minutes, after every wheel), so the wheel
+# builds in a directory of its own.
 wheel: $(VENV)/.ready $(if $(filter 1,$(FLOOR)),$(ZIG))
 	@$(DEPS) build python
 	rm -f $(WHEELS)/blobcore-*.whl
-	$(TOOLS_PATH) $(VENV)/bin/maturin build --quiet --release $(WHEEL_FLAGS) -m python/Cargo.toml -o $(WHEELS)
+	$(TOOLS_PATH) CARGO_TARGET_DIR=$(abspath $(CARGO_TARGET_DIR))/wheel $(VENV)/bin/maturin build --quiet --release $(WHEEL_FLAGS) -m python/Cargo.toml -o $(WHEELS)
 	$(VENV)/bin/pip install -q --force-reinstall --no-deps $(WHEELS)/blobcore-*.whl
 
 # The wheel's platform tag (auditwheel) and its glibc floor (objdump).
