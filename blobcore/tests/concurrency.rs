@@ -517,6 +517,83 @@ fn operations_on_a_blob_whose_dims_change_meanwhile_err_or_are_right() {
     assert!(b.to_vec::<f32>().map(ok_prefix(&values)).unwrap());
 }
 
+/// `copy_from` and the element-wise ops read an overlapping source (the
+/// same memory wrapped twice, one element apart) through a copy, and
+/// check the dims again on that copy: another thread that reshapes the
+/// source in between (to fewer elements, or to other dims of as many)
+/// makes the operation a `Shape` error that changes nothing, never a
+/// copy of eight elements from a source of four. Every result is checked
+/// against the memory as it was before the operation.
+#[test]
+fn an_aliased_source_reshaped_by_another_thread_errs_or_is_read_first() {
+    const ROUNDS: usize = 20_000;
+    let e = Engine::cpu();
+    let start: Vec<f32> = (0..9).map(|i| i as f32).collect();
+    let mut memory = start.clone();
+    let base = std::ptr::NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
+    // SAFETY: `memory` outlives every blob below (all are dropped before
+    // it, after the threads are joined), and no release callback runs.
+    let wrap = |at: usize, n: usize| unsafe {
+        Blob::wrap(&e, DType::F32, blobcore::Shape::new(&[n]).unwrap(), base.add(at * 4), n * 4, None).unwrap()
+    };
+    // `all` sees the nine elements; `dst` the first eight, `src` the last eight.
+    let (all, dst, src) = (wrap(0, 9), wrap(0, 8), wrap(1, 8));
+    let done = Arc::new(AtomicUsize::new(0));
+    let reshaper = {
+        let (src, done) = (src.clone(), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let shapes: [&[usize]; 4] = [&[8], &[4], &[2, 4], &[8]];
+            let mut i = 0usize;
+            while done.load(Ordering::Acquire) == 0 {
+                let _ = src.reshape(shapes[i % 4]);
+                i += 1;
+            }
+        })
+    };
+    let worker = {
+        let (all, dst, src, done, start) = (all.clone(), dst.clone(), src.clone(), Arc::clone(&done), start.clone());
+        std::thread::spawn(move || {
+            struct Done(Arc<AtomicUsize>);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    self.0.store(1, Ordering::Release);
+                }
+            }
+            let _done = Done(done);
+            let (mut copied, mut added, mut refused) = (0, 0, 0);
+            // The copy shifts the nine elements left by one; the sum adds
+            // each element's right neighbour; the last element stays.
+            let shifted: Vec<f32> = (0..9).map(|i| start[(i + 1).min(8)]).collect();
+            let summed: Vec<f32> = (0..9).map(|i| if i < 8 { start[i] + start[i + 1] } else { start[8] }).collect();
+            for round in 0..ROUNDS {
+                all.copy_from_slice(&start).unwrap();
+                let add = round % 2 == 1;
+                let result = if add { dst.add(&src) } else { dst.copy_from(&src) };
+                let now = all.to_vec::<f32>().unwrap();
+                match result {
+                    Ok(()) if add => {
+                        assert_eq!(now, summed, "add read the source after writing, or past it");
+                        added += 1;
+                    }
+                    Ok(()) => {
+                        assert_eq!(now, shifted, "copy_from read the source after writing, or past it");
+                        copied += 1;
+                    }
+                    Err(err) => {
+                        assert_eq!(err.code(), 4, "only a Shape error may refuse: {err}");
+                        assert_eq!(now, start, "a refused operation changed the memory");
+                        refused += 1;
+                    }
+                }
+            }
+            assert!(copied > 0 && added > 0 && refused > 0, "copied {copied}, added {added}, refused {refused}");
+        })
+    };
+    join_under_watchdog(vec![reshaper, worker]);
+    drop((all, dst, src));
+    drop(memory);
+}
+
 fn ok_prefix(values: &[f32]) -> impl Fn(Vec<f32>) -> bool + '_ {
     move |v| v == values || v == values[..4]
 }
