@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 /// A tensor: dtype + shape over shared, lazily allocated storage.
 #[derive(Clone)]
 pub struct Blob {
-    pub(crate) inner: Arc<BlobInner>,
+    pub(crate) inner: triomphe::Arc<BlobInner>,
 }
 
 pub(crate) struct BlobInner {
@@ -457,7 +457,7 @@ impl Blob {
     #[inline(always)]
     fn from_parts(engine: &Engine, dtype: DType, state: State, companion: bool) -> Blob {
         Blob {
-            inner: Arc::new(BlobInner {
+            inner: triomphe::Arc::new(BlobInner {
                 bytes_hint: AtomicUsize::new(state.shape.count() * dtype.size()),
                 rank: AtomicU8::new(state.shape.rank() as u8),
                 generation: AtomicU64::new(0),
@@ -1013,7 +1013,7 @@ impl Blob {
 
     /// True when both handles refer to the same blob.
     pub fn ptr_eq(&self, other: &Blob) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        triomphe::Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     // ------------------------------------------------------------ shape changes
