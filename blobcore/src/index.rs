@@ -569,18 +569,11 @@ impl Blob {
             let count = shape.count();
             return Some(self.view_at(st, shape, first, Placement::Dense, count, 0, ViewKind::Indexed));
         }
-        // What the view reaches: every element lies inside the blob, so
-        // the reach below element 0 (negative strides) and the span fit.
-        let (mut origin, mut reach) = (0usize, 0usize);
-        for (&d, &s) in vd.iter().zip(vs.iter()) {
-            let r = (d - 1) * s.unsigned_abs();
-            reach += r;
-            if s < 0 {
-                origin += r;
-            }
-        }
-        let placement = Placement::Strided(Strided::of_checked(self.dtype(), vd, SmallVec::from_slice(vs), origin, reach + 1));
-        Some(self.view_at(st, shape, first, placement, reach + 1, origin, ViewKind::Indexed))
+        // What the view reaches below element 0 and in all (it lies
+        // inside the blob, so neither overflows).
+        let (origin, span) = crate::layout::strided_span(vd.iter().copied().zip(vs.iter().copied())).ok()?;
+        let placement = Placement::Strided(Strided::of_checked(self.dtype(), vd, SmallVec::from_slice(vs), origin, span));
+        Some(self.view_at(st, shape, first, placement, span, origin, ViewKind::Indexed))
     }
 
     /// NumPy's `b.T`: the axes reversed, as a view.
