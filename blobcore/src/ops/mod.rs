@@ -24,6 +24,28 @@ use rayon::prelude::*;
 /// Bytes per parallel task for streaming kernels.
 pub(crate) const TASK_BYTES: usize = 256 << 10;
 
+/// How far ahead of a streaming read its software prefetches run. The
+/// hardware prefetchers alone leave this VM's reads short of the memory's
+/// speed: a dense 1 GiB copy took 64-82 ms without and 57-72 ms with
+/// them (2 KiB to 8 KiB ahead all alike; `asum` gained about 1.4x).
+pub(crate) const PREFETCH_BYTES: usize = 4096;
+
+/// Asks the CPU to bring the cache lines of `[p, p + bytes)` in for
+/// reading: a hint, which reads nothing a program can see and never
+/// faults, so any address will do (past a slice's end included).
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..bytes).step_by(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch has no architectural effect and cannot fault
+        // (SSE, part of x86-64); the pointer is only computed, never read.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, bytes);
+}
+
 /// How an operation reads a source that may share memory with its
 /// destination (decided by address, [`crate::overlap`]).
 pub(crate) enum Source {

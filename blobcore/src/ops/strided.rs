@@ -1121,7 +1121,7 @@ mod simd {
     }
 
     /// Copies `bytes` (a multiple of 32) to a 32-byte aligned `dst` with
-    /// non-temporal stores.
+    /// non-temporal stores, prefetching its reads ahead.
     ///
     /// # Safety
     /// AVX present; `bytes` readable at `src`, writable at `dst`.
@@ -1130,6 +1130,11 @@ mod simd {
         // SAFETY: k + 32 <= bytes for every k; dst + k is 32-byte aligned.
         unsafe {
             for k in (0..bytes).step_by(32) {
+                // Within the run only: the lines past it are not this
+                // copy's (in the packed transposes they are scratch).
+                if k % 64 == 0 && k + crate::ops::PREFETCH_BYTES < bytes {
+                    crate::ops::prefetch(src.add(k + crate::ops::PREFETCH_BYTES), 64);
+                }
                 let v = _mm256_loadu_ps(src.add(k) as *const f32);
                 _mm256_stream_ps(dst.add(k) as *mut f32, v);
             }
