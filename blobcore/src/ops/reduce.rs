@@ -7,7 +7,7 @@ use crate::blob::Blob;
 use crate::dtype::{dispatch, Element};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::Result;
-use crate::ops::{gpu, PREFETCH_BYTES, TASK_BYTES};
+use crate::ops::{gpu, prefetch, PREFETCH_BYTES, TASK_BYTES};
 use rayon::prelude::*;
 
 /// Independent f64 accumulators: enough to keep the vector adders busy
@@ -20,7 +20,7 @@ fn lanes_impl<T: Element>(x: &[T], f: impl Fn(f64) -> f64) -> f64 {
     let chunks = x.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
-        crate::ops::prefetch(c.as_ptr().wrapping_add(PREFETCH_BYTES / std::mem::size_of::<T>().max(1)) as *const u8, std::mem::size_of_val(c));
+        prefetch((c.as_ptr() as *const u8).wrapping_add(PREFETCH_BYTES), std::mem::size_of_val(c));
         for (a, &v) in acc.iter_mut().zip(c) {
             *a += f(v.to_f64());
         }
@@ -59,11 +59,10 @@ fn lanes_f32_avx(x: &[f32], square: bool) -> f64 {
     let mut acc = [_mm256_setzero_pd(); LANES / 4];
     let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
     for c in chunks {
-        crate::ops::prefetch(c.as_ptr().wrapping_add(PREFETCH_BYTES / 4) as *const u8, LANES * 4);
+        prefetch((c.as_ptr() as *const u8).wrapping_add(PREFETCH_BYTES), std::mem::size_of_val(c));
         for (q, a) in acc.iter_mut().enumerate() {
             // SAFETY: `c` holds exactly LANES floats: LANES / 4 loads of
-            // four, each converted to f64 straight from memory (no
-            // extract: the conversion's second uop shares its port).
+            // four, each converted to f64 straight from memory.
             let p = _mm256_cvtps_pd(unsafe { _mm_loadu_ps(c.as_ptr().add(4 * q)) });
             let t = if square { _mm256_mul_pd(p, p) } else { _mm256_and_pd(p, abs_mask) };
             *a = _mm256_add_pd(*a, t);
