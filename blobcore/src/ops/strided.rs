@@ -621,7 +621,9 @@ mod simd {
     /// The packed form of [`tile_f32`]: source rows into the scratch
     /// (stride `bs` per run), register transposes into the scratch's
     /// destination rows (stride `rb`, after the source rows), then each
-    /// destination row's part written front to back.
+    /// destination row's part written front to back. A streamed tile of
+    /// whole 64-byte destination lines skips the scratch's destination
+    /// rows: the register transposes stream the lines themselves.
     ///
     /// # Safety
     /// As [`tile_f32`]; AVX present; `buf` holds `j.n * c.n * bs + i.n *
