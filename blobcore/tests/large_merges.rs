@@ -91,6 +91,17 @@ fn streamed_case<T: Element + PartialEq + std::fmt::Debug>(widths: &[usize], mak
     }
 }
 
+/// Streamed channel merges whose chunks are whole aligned 32-byte pieces
+/// (the benchmark's two parts of 32 floats, and a row of 16 + 8 + 40
+/// floats where the middle chunk is too short to stream): the path that
+/// copies each part's rows in one loop, against the concatenation.
+#[test]
+fn streamed_merges_and_splits_of_aligned_chunks_keep_every_value() {
+    streamed_case::<f32>(&[32, 32], |k, i| (i % 1_000_003) as f32 + 0.25 * k as f32);
+    streamed_case::<f32>(&[16, 8, 40], |k, i| (i % 999_983) as f32 - 0.5 * k as f32);
+    streamed_case::<f64>(&[8, 24], |k, i| i as f64 + 0.125 * k as f64);
+}
+
 proptest! {
     // Each case moves about 33 MiB: few cases, a fixed seed.
     #![proptest_config(ProptestConfig { cases: 8, rng_seed: proptest::test_runner::RngSeed::Fixed(24), ..ProptestConfig::default() })]

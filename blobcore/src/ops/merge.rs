@@ -5,25 +5,11 @@
 use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
+use crate::ops::strided::copy_chunk;
 use crate::ops::{gpu, par_copy_piece, source_for, strided, Source, TASK_BYTES};
 use crate::overlap::{Footprint, Overlap, OP_WORK};
 use crate::shape::{BlobDim, Shape};
 use rayon::prelude::*;
-
-/// Copies `src` into `dst` (equal lengths) with constant-size copies for
-/// the small chunk sizes that channel merges produce.
-#[inline(always)]
-fn copy_chunk(dst: &mut [u8], src: &[u8]) {
-    match dst.len() {
-        4 => dst.copy_from_slice(&src[..4]),
-        8 => dst.copy_from_slice(&src[..8]),
-        12 => dst.copy_from_slice(&src[..12]),
-        16 => dst.copy_from_slice(&src[..16]),
-        32 => dst.copy_from_slice(&src[..32]),
-        64 => dst.copy_from_slice(&src[..64]),
-        _ => dst.copy_from_slice(src),
-    }
-}
 
 /// How the whole (merged) blob is cut into parts: `outer` rows, and in
 /// each row one chunk of `chunks[i]` bytes from part `i`, in order.
@@ -57,20 +43,29 @@ impl Plan {
         let stream = strided::streams(whole.len());
         let gather = |o0: usize, d: &mut [u8]| {
             if stream {
-                // Out of cache: part by part over the task's rows, so that
-                // each part is read in one long run. Reading the parts'
-                // chunks in turn (a few hundred bytes from each) slowed
-                // merges 2.4x when the parts lay a large power of two
-                // apart, as big allocations often do (every read then
-                // went to the same DRAM bank as the one before; merge
-                // Channels at 1 GiB: 60 ms against 25 ms for the same
-                // bytes split). The streamed stores still write whole
-                // lines in order within each part's column of the rows.
+                // Out of cache. Short aligned chunks (a channel merge) go
+                // row by row in one loop that prefetches each part ahead
+                // (strided::merge_rows). Otherwise part by part over the
+                // task's rows, each part read in one long run: reading the
+                // parts' chunks in turn without prefetch and a call per
+                // chunk slowed merges 2.4x when the parts lay a large
+                // power of two apart (every read then went to the same
+                // DRAM bank as the one before). Either way the streamed
+                // stores write whole lines.
+                let rows = d.len() / self.row;
+                let from: Vec<&[u8]> = parts.iter().zip(&self.chunks).map(|(p, &c)| &p[o0 * c..]).collect();
+                if strided::merge_rows(d, &from, &self.chunks, rows) {
+                    strided::store_fence();
+                    return;
+                }
                 let mut at = 0;
                 for (p, &c) in parts.iter().zip(&self.chunks) {
-                    for (r, drow) in d.chunks_exact_mut(self.row).enumerate() {
-                        let o = o0 + r;
-                        strided::copy_piece(&mut drow[at..at + c], &p[o * c..o * c + c], true);
+                    // As in split: copy_rows always copies here; the loop
+                    // is its bounds-checked twin.
+                    if !strided::copy_rows(&mut d[at..], self.row, &p[o0 * c..], c, c, rows, true) {
+                        for (r, drow) in d.chunks_exact_mut(self.row).enumerate() {
+                            copy_chunk(&mut drow[at..at + c], &p[(o0 + r) * c..(o0 + r) * c + c]);
+                        }
                     }
                     at += c;
                 }
@@ -109,20 +104,31 @@ impl Plan {
         }
         let stream = strided::streams(whole.len());
         let scatter = |o0: usize, n: usize, outs: &mut [&mut [u8]]| {
+            if stream {
+                // Part by part, as in merge: one loop per part over the
+                // task's rows, not a call per chunk.
+                let mut at = o0 * self.row;
+                for (p, &c) in outs.iter_mut().zip(&self.chunks) {
+                    // The plan keeps every row inside the part and the
+                    // whole, so copy_rows always copies; the per-row loop
+                    // is only its bounds-checked twin.
+                    if !strided::copy_rows(p, c, &whole[at..], self.row, c, n, true) {
+                        for r in 0..n {
+                            copy_chunk(&mut p[r * c..r * c + c], &whole[at + r * self.row..at + r * self.row + c]);
+                        }
+                    }
+                    at += c;
+                }
+                strided::store_fence();
+                return;
+            }
             for r in 0..n {
                 let o = o0 + r;
                 let mut at = o * self.row;
                 for (p, &c) in outs.iter_mut().zip(&self.chunks) {
-                    if stream {
-                        strided::copy_piece(&mut p[r * c..r * c + c], &whole[at..at + c], true);
-                    } else {
-                        copy_chunk(&mut p[r * c..r * c + c], &whole[at..at + c]);
-                    }
+                    copy_chunk(&mut p[r * c..r * c + c], &whole[at..at + c]);
                     at += c;
                 }
-            }
-            if stream {
-                strided::store_fence();
             }
         };
         if self.row * self.outer < PARALLEL_BYTES {
