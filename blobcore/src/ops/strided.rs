@@ -1202,12 +1202,22 @@ mod simd {
     #[target_feature(enable = "avx")]
     pub(super) unsafe fn runs32(bytes: usize, i: Axis, j: Axis, es: isize, dst: *mut u8, src: *const u8, stream: bool) {
         let nt = stream && (dst as usize).is_multiple_of(32) && (i.ds * es) % 32 == 0 && (j.ds * es) % 32 == 0;
+        // Runs read nearly in order along j (their source rows at most 256
+        // bytes apart: nChw16c -> nChw8c reads 32 of every 64 bytes, twice
+        // per tile) are fetched 8 KiB ahead: the hardware prefetcher
+        // follows them late. That reorder at 1 GiB went from 0.71-0.79x of
+        // the dense copy to 0.83-0.93x on the 2-core VM.
+        let step = j.ss * es;
+        let ahead = if (1..=256).contains(&step) { 8192 / step * step } else { 0 };
         // SAFETY (whole body): a < i.n, b < j.n, k + 32 <= bytes.
         unsafe {
             for a in 0..i.n as isize {
                 for b in 0..j.n as isize {
                     let d = dst.offset((a * i.ds + b * j.ds) * es);
                     let s = src.offset((a * i.ss + b * j.ss) * es);
+                    if ahead > 0 && a == 0 {
+                        crate::ops::prefetch(s.wrapping_offset(ahead), bytes);
+                    }
                     for k in (0..bytes).step_by(32) {
                         let v = _mm256_loadu_ps(s.add(k) as *const f32);
                         if nt {
