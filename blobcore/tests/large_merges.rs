@@ -9,12 +9,21 @@ use proptest::prelude::*;
 
 #[test]
 fn streamed_merges_and_splits_of_large_pieces_keep_every_value() {
-    let e = common::engine();
     // Rows of 2^20 + 3 floats (not a multiple of 32 bytes, so the second
     // part's pieces start unaligned) in parts of 5 and 3 rows per outer
     // index: the whole is 8 * 2 * (2^20 + 3) * 4 bytes, about 64 MiB.
-    let (outer, n) = (2usize, (1usize << 20) + 3);
-    let (ka, kb) = (5usize, 3usize);
+    large_pieces_case((1 << 20) + 3, 5, 3);
+    // Rows of 2^20 + 37 floats: each piece ends in a task of several
+    // hundred bytes that is not whole 32-byte pieces (a streamed body and
+    // a short tail), in both parts.
+    large_pieces_case((1 << 20) + 37, 3, 2);
+}
+
+/// A merge along axis 1 of parts of `ka` and `kb` rows of `n` floats per
+/// outer index (2), and the split back, against the concatenation.
+fn large_pieces_case(n: usize, ka: usize, kb: usize) {
+    let e = common::engine();
+    let outer = 2usize;
     let a: Vec<f32> = (0..outer * ka * n).map(|i| (i % 1_000_003) as f32).collect();
     let b: Vec<f32> = (0..outer * kb * n).map(|i| -((i % 999_983) as f32) - 1.0).collect();
     let pa = Blob::from_slice(&e, &[outer, ka, n], &a).unwrap();

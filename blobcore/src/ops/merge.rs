@@ -6,7 +6,7 @@ use crate::blob::{Blob, HostMut, HostRef, Region};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
 use crate::ops::strided::copy_chunk;
-use crate::ops::{gpu, par_copy_piece, source_for, strided, Source, TASK_BYTES};
+use crate::ops::{gpu, par_copy_pieces, source_for, strided, Source, TASK_BYTES};
 use crate::overlap::{Footprint, Overlap, OP_WORK};
 use crate::shape::{BlobDim, Shape};
 use rayon::prelude::*;
@@ -84,13 +84,18 @@ impl Plan {
         if self.row * self.outer < PARALLEL_BYTES {
             gather(0, whole);
         } else if self.row >= 4 * TASK_BYTES {
+            // Rows of several MiB: every part's piece of every row in one
+            // parallel pass.
+            let mut pairs = Vec::with_capacity(self.outer * parts.len());
             for (o, drow) in whole.chunks_exact_mut(self.row).enumerate() {
-                let mut at = 0;
+                let mut rest = drow;
                 for (p, &c) in parts.iter().zip(&self.chunks) {
-                    par_copy_piece(&mut drow[at..at + c], &p[o * c..o * c + c], stream);
-                    at += c;
+                    let (d, r) = rest.split_at_mut(c);
+                    rest = r;
+                    pairs.push((d, &p[o * c..o * c + c]));
                 }
             }
+            par_copy_pieces(pairs, stream);
         } else {
             let rpt = self.rows_per_task();
             crate::engine::pool::install(|| whole.par_chunks_mut(rpt * self.row).enumerate().for_each(|(t, d)| gather(t * rpt, d)));
@@ -134,13 +139,19 @@ impl Plan {
         if self.row * self.outer < PARALLEL_BYTES {
             scatter(0, self.outer, parts);
         } else if self.row >= 4 * TASK_BYTES {
+            // As in merge: one parallel pass over all the pieces.
+            let mut rows: Vec<_> = parts.iter_mut().zip(&self.chunks).map(|(p, &c)| p.chunks_mut(c.max(1))).collect();
+            let mut pairs = Vec::with_capacity(self.outer * rows.len());
             for o in 0..self.outer {
                 let mut at = o * self.row;
-                for (p, &c) in parts.iter_mut().zip(&self.chunks) {
-                    par_copy_piece(&mut p[o * c..o * c + c], &whole[at..at + c], stream);
+                for (it, &c) in rows.iter_mut().zip(&self.chunks) {
+                    if let Some(d) = it.next() {
+                        pairs.push((d, &whole[at..at + c]));
+                    }
                     at += c;
                 }
             }
+            par_copy_pieces(pairs, stream);
         } else {
             let rpt = self.rows_per_task();
             let tasks = self.outer.div_ceil(rpt);

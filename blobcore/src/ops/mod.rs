@@ -110,6 +110,33 @@ pub(crate) fn par_copy_piece(dst: &mut [u8], src: &[u8], stream: bool) {
     }
 }
 
+/// Copies every `(dst, src)` pair (equal lengths) in one parallel pass: the
+/// pairs are cut into tasks of about [`TASK_BYTES`] and the tasks share
+/// the threads, so an operation of many pieces of a few MiB (a merge along
+/// axis 1: one piece per part and outer index) waits on the pool once, not
+/// once per piece. `stream` as in [`par_copy_piece`].
+pub(crate) fn par_copy_pieces(pairs: Vec<(&mut [u8], &[u8])>, stream: bool) {
+    let mut tasks: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(pairs.len());
+    for (d, s) in pairs {
+        let n = d.len().min(s.len());
+        let (mut d, mut s) = (&mut d[..n], &s[..n]);
+        while !d.is_empty() {
+            // The first task of a piece also takes its unaligned head, so
+            // that every later one starts 32-byte aligned.
+            let take = (d.as_ptr().align_offset(32).min(d.len()) + TASK_BYTES).min(d.len());
+            let (d0, d1) = std::mem::take(&mut d).split_at_mut(take);
+            let (s0, s1) = s.split_at(take);
+            tasks.push((d0, s0));
+            (d, s) = (d1, s1);
+        }
+    }
+    if tasks.iter().map(|(d, _)| d.len()).sum::<usize>() < PARALLEL_BYTES {
+        tasks.into_iter().for_each(|(d, s)| strided::copy_task(d, s, stream));
+    } else {
+        crate::engine::pool::install(|| tasks.into_par_iter().for_each(|(d, s)| strided::copy_task(d, s, stream)));
+    }
+}
+
 /// Applies `f` to chunks of `data` (in parallel when large); chunk sizes
 /// are whole elements.
 pub(crate) fn par_chunks_mut<T: Send>(data: &mut [T], f: impl Fn(&mut [T]) + Sync + Send) {

@@ -418,6 +418,35 @@ pub(crate) fn copy_streamed_if(dst: &mut [u8], src: &[u8], stream: bool) -> bool
     false
 }
 
+/// One task's copy (equal lengths): with `stream` and AVX, the part of
+/// `dst` from its first 32-byte boundary on is written with non-temporal
+/// stores and fenced; the head and tail before and after it normally.
+pub(crate) fn copy_task(dst: &mut [u8], src: &[u8], stream: bool) {
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    #[cfg(target_arch = "x86_64")]
+    if stream && n >= 64 && simd::has_avx() {
+        let head = dst.as_ptr().align_offset(32).min(n);
+        let body = (n - head) / 32 * 32;
+        let (dh, rest) = dst.split_at_mut(head);
+        let (db, dt) = rest.split_at_mut(body);
+        let (sh, rest) = src.split_at(head);
+        let (sb, st) = rest.split_at(body);
+        dh.copy_from_slice(sh);
+        dt.copy_from_slice(st);
+        if body > 0 {
+            // SAFETY: AVX present; db starts 32-byte aligned and holds
+            // `body` bytes, a multiple of 32, as does sb; they do not
+            // overlap (db is borrowed mutably).
+            unsafe { simd::stream_copy(db.as_mut_ptr(), sb.as_ptr(), body) };
+        }
+        simd::fence();
+        return;
+    }
+    let _ = stream;
+    dst.copy_from_slice(src);
+}
+
 /// True when a copy or fill writing `bytes` should stream its stores.
 pub(crate) fn streams(bytes: usize) -> bool {
     bytes >= STREAM_BYTES
