@@ -399,19 +399,9 @@ pub(crate) fn copy_streamed_if(dst: &mut [u8], src: &[u8], stream: bool) -> bool
         let (dh, db) = dst.split_at_mut(head);
         let (sh, sb) = src.split_at(head);
         dh.copy_from_slice(sh);
-        crate::engine::pool::install(|| db.par_chunks_mut(TASK_BYTES).zip(sb.par_chunks(TASK_BYTES)).for_each(|(d, s)| {
-            let body = d.len() / 32 * 32;
-            let (d0, d1) = d.split_at_mut(body);
-            let (s0, s1) = s.split_at(body);
-            d1.copy_from_slice(s1);
-            if body > 0 {
-                // SAFETY: AVX present; d0 starts 32-byte aligned (chunks of
-                // TASK_BYTES from an aligned start) and holds `body` bytes,
-                // a multiple of 32, as does s0; they do not overlap.
-                unsafe { simd::stream_copy(d0.as_mut_ptr(), s0.as_ptr(), body) };
-            }
-            simd::fence();
-        }));
+        // Chunks of TASK_BYTES from an aligned start: each task streams
+        // all but its last few bytes (see copy_task).
+        crate::engine::pool::install(|| db.par_chunks_mut(TASK_BYTES).zip(sb.par_chunks(TASK_BYTES)).for_each(|(d, s)| copy_task(d, s, true)));
         return true;
     }
     let _ = (dst, src);
