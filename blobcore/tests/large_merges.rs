@@ -129,4 +129,22 @@ proptest! {
             _ => streamed_case::<f64>(&widths, |k, i| i as f64 - 0.5 * k as f64),
         }
     }
+
+    /// Streamed merges and splits of 2-17 parts whose chunks are whole
+    /// 32-byte pieces of 32 B to 1056 B (`merge_rows` takes 64 B to 1 KiB
+    /// and at most 16 parts; the rest go part by part), f32 and f64,
+    /// equal the concatenation.
+    #[test]
+    fn streamed_merges_of_random_aligned_chunks_equal_the_concatenation(
+        pieces in prop::collection::vec(1usize..=33, 2..=17),
+        wide in any::<bool>(),
+    ) {
+        if wide {
+            let widths: Vec<usize> = pieces.iter().map(|p| p * 4).collect();
+            streamed_case::<f64>(&widths, |k, i| i as f64 + 0.125 * k as f64);
+        } else {
+            let widths: Vec<usize> = pieces.iter().map(|p| p * 8).collect();
+            streamed_case::<f32>(&widths, |k, i| (i % 1_000_003) as f32 - 0.25 * k as f32);
+        }
+    }
 }
