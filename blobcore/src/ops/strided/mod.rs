@@ -1,0 +1,81 @@
+//! The transposition engine: one strided copy for every layout change.
+//!
+//! A copy is a list of loops ([`Axis`]: a count and an element stride on
+//! each side). [`normalise`] drops unit loops, orders them by destination
+//! stride (so writes stream) and fuses loops that are adjacent on both
+//! sides (a transpose of `[A, B, C, D]` to `[A, D, C, B]` is three loops,
+//! and `[A, B, C] -> [A, B, C]` one memcpy). [`copy`] then runs:
+//!
+//! - when the innermost loop is contiguous on both sides, `memcpy` runs;
+//! - otherwise the destination's innermost loop and the source's
+//!   innermost loop form a 2-D transpose, done in tiles of about 32 KiB a
+//!   side (in L1/L2; with the huge pages storage asks for, few TLB
+//!   entries), each tile in 8x8 register transposes (AVX, detected at run
+//!   time) or 4x4 (SSE2, always on x86-64) for 4-byte elements, and in
+//!   scalar loops the compiler unrolls for the other sizes;
+//! - the outer loops and the tiles are one flat index space that is cut
+//!   into tasks of about 256 KiB and shared across all cores.
+//!
+//! `transposed`, `transpose_from`, `permuted`, `permute_from`,
+//! `reorder_from` and strided copies all come here.
+//!
+//! Where each part lives: [`nest`] plans the loop nest (runs, tiles,
+//! tiles of runs), [`walk`] runs it across the pool, [`dense`] holds the
+//! streamed dense copies, fills, row copies and merges that the copy,
+//! fill and merge operations call directly, and `simd` the x86-64
+//! kernels. [`copy`] is the entry point.
+
+mod dense;
+mod nest;
+#[cfg(target_arch = "x86_64")]
+mod simd;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+pub(crate) use dense::{copy_chunk, copy_rows, copy_streamed_if, copy_task, fill_streamed, merge_rows, store_fence, streams};
+pub(crate) use walk::copy;
+
+/// One loop: `n` steps of `ds` elements in the destination and `ss` in the
+/// source. Strides may be negative (NumPy's reversed views); [`copy`] walks
+/// a loop with a negative destination stride backwards from its far end,
+/// so that writes always move forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Axis {
+    pub(crate) n: usize,
+    pub(crate) ds: isize,
+    pub(crate) ss: isize,
+}
+
+/// Drops unit loops, orders by destination stride magnitude (outermost
+/// first, the source's breaking ties) and fuses loops contiguous on both
+/// sides (`[n1, s1]` then `[n2, s2]` with `s1 == n2 * s2` on both sides).
+pub(crate) fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
+    axes.retain(|a| a.n != 1);
+    axes.sort_by(|x, y| y.ds.unsigned_abs().cmp(&x.ds.unsigned_abs()).then(y.ss.unsigned_abs().cmp(&x.ss.unsigned_abs())));
+    let mut out: Vec<Axis> = Vec::with_capacity(axes.len());
+    for a in axes {
+        if let Some(last) = out.last_mut() {
+            if last.ds == a.ds * a.n as isize && last.ss == a.ss * a.n as isize {
+                last.n *= a.n;
+                last.ds = a.ds;
+                last.ss = a.ss;
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Bytes of work per parallel task.
+pub(crate) const TASK_BYTES: usize = 256 << 10;
+
+/// Destinations at least this large are written with non-temporal stores
+/// where the kernel can (they would not stay in cache anyway, and skipping
+/// the read for ownership saves a third of the memory traffic).
+pub(crate) const STREAM_BYTES: usize = 32 << 20;
+
+/// Elements (4-byte) of a packed tile, batch included: about 160 KiB,
+/// so that the tile and its transposed copy stay in a 512 KiB L2.
+pub(crate) const PACK_FLOATS: usize = 40 << 10;

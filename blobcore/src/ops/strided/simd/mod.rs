@@ -1,0 +1,34 @@
+//! x86-64 kernels: register transposes of 4-byte elements (8x8 with AVX,
+//! checked once at run time; 4x4 with SSE2, part of x86-64), the tiles
+//! built on them, interleaves of few rows, and non-temporal copies.
+
+mod interleave;
+mod registers;
+mod stream;
+mod tiles;
+
+#[cfg(test)]
+pub(crate) use interleave::{deinterleave_regs, interleave_regs};
+pub(crate) use stream::{stream_copy, stream_fill, stream_merge, stream_rows, MERGE_PARTS};
+pub(crate) use tiles::{runs32, tile_f32};
+use std::arch::x86_64::_mm_sfence;
+use std::sync::OnceLock;
+
+/// Whether the CPU has AVX (detected once).
+pub(crate) fn has_avx() -> bool {
+    static AVX: OnceLock<bool> = OnceLock::new();
+    *AVX.get_or_init(|| is_x86_feature_detected!("avx"))
+}
+
+/// Whether the CPU has AVX2 (detected once).
+pub(crate) fn has_avx2() -> bool {
+    static AVX2: OnceLock<bool> = OnceLock::new();
+    *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+}
+
+/// Orders earlier non-temporal stores before what follows (they are
+/// weakly ordered); called once at the end of each task that streamed.
+pub(crate) fn fence() {
+    // SAFETY: SSE is part of x86-64; the fence has no other effect.
+    unsafe { _mm_sfence() }
+}

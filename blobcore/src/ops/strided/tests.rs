@@ -1,0 +1,276 @@
+//! The strided copy against a naive oracle.
+
+use super::nest::SHORT_RUN;
+use super::*;
+
+/// The slow oracle: every index, in any order.
+fn naive(dims: &[usize], ds: &[usize], ss: &[usize], src: &[u32], dst: &mut [u32]) {
+    let total: usize = dims.iter().product();
+    for flat in 0..total {
+        let (mut rem, mut d, mut s) = (flat, 0, 0);
+        for k in (0..dims.len()).rev() {
+            let i = rem % dims[k];
+            rem /= dims[k];
+            d += i * ds[k];
+            s += i * ss[k];
+        }
+        dst[d] = src[s];
+    }
+}
+
+fn row_major(dims: &[usize]) -> Vec<usize> {
+    let mut st = vec![1; dims.len()];
+    for k in (0..dims.len().saturating_sub(1)).rev() {
+        st[k] = st[k + 1] * dims[k + 1];
+    }
+    st
+}
+
+#[test]
+fn permutations_match_the_naive_copy() {
+    // Edges (not multiples of 8), unit dims, every permutation of rank 4.
+    let dims = [3usize, 9, 1, 17];
+    let n: usize = dims.iter().product();
+    let src: Vec<u32> = (0..n as u32).collect();
+    let perms = [[0, 1, 2, 3], [3, 2, 1, 0], [0, 3, 2, 1], [1, 0, 3, 2], [2, 3, 0, 1], [3, 0, 1, 2]];
+    for p in perms {
+        let out_dims: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let out_st = row_major(&out_dims);
+        let src_st = row_major(&dims);
+        // Loop over the destination's axes.
+        let axes: Vec<Axis> = (0..4).map(|k| Axis { n: out_dims[k], ds: out_st[k] as isize, ss: src_st[p[k]] as isize }).collect();
+        let mut want = vec![0u32; n];
+        naive(&out_dims, &out_st, &p.map(|a| src_st[a]), &src, &mut want);
+        for parallel in [false, true] {
+            let mut got = vec![0u32; n];
+            // SAFETY: both buffers hold every element the axes reach.
+            unsafe { copy(4, &normalise(axes.clone()), got.as_mut_ptr() as *mut u8, src.as_ptr() as *const u8, parallel) };
+            assert_eq!(got, want, "perm {p:?}");
+        }
+    }
+}
+
+/// `src` (row-major `dims`) permuted by `p` through [`copy`], both
+/// serial and parallel, against [`naive`].
+fn check_permutation(dims: &[usize], p: &[usize]) {
+    let n: usize = dims.iter().product();
+    let src: Vec<u32> = (0..n as u32).map(|v| v.wrapping_mul(2_654_435_761)).collect();
+    let out_dims: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+    let (out_st, src_st) = (row_major(&out_dims), row_major(dims));
+    let ss: Vec<usize> = p.iter().map(|&a| src_st[a]).collect();
+    let axes: Vec<Axis> = (0..dims.len()).map(|k| Axis { n: out_dims[k], ds: out_st[k] as isize, ss: ss[k] as isize }).collect();
+    let mut want = vec![0u32; n];
+    naive(&out_dims, &out_st, &ss, &src, &mut want);
+    // A destination on a 64-byte boundary (streamed tiles may then
+    // write whole lines straight from registers) and one off it.
+    for parallel in [false, true] {
+        for off in [0, 1] {
+            let mut buf = vec![0u32; n + 17];
+            let at = buf.as_ptr().align_offset(64) + off;
+            let got = &mut buf[at..at + n];
+            // SAFETY: both buffers hold every element the axes reach.
+            unsafe { copy(4, &normalise(axes.clone()), got.as_mut_ptr() as *mut u8, src.as_ptr() as *const u8, parallel) };
+            assert!(*got == *want, "dims {dims:?} perm {p:?} parallel {parallel} offset {off}");
+        }
+    }
+}
+
+#[test]
+fn packed_batched_and_interleaved_tiles_match_the_naive_copy() {
+    // Source rows 1030 and more elements apart (packed tiles), a middle
+    // axis stepping inside both sides' rows (a batch), counts that are
+    // not multiples of the 8x16 kernels (edges).
+    check_permutation(&[40, 5, 1030], &[2, 1, 0]);
+    check_permutation(&[17, 3, 7, 1030], &[3, 1, 2, 0]);
+    check_permutation(&[2, 33, 1024, 9], &[0, 3, 2, 1]);
+    check_permutation(&[19, 2048, 12], &[2, 1, 0]);
+    // Source rows of 129..256 f32 (taken whole into one tile).
+    check_permutation(&[2, 9, 70, 200], &[0, 3, 1, 2]);
+    check_permutation(&[3, 256, 40], &[0, 2, 1]);
+    // NCHW <-> NHWC with C = 1..9 (interleaves for 2..8).
+    for c in 1..=9 {
+        check_permutation(&[2, c, 37, 29], &[0, 2, 3, 1]);
+        check_permutation(&[2, 37, 29, c], &[0, 3, 1, 2]);
+    }
+    // Destinations of 32 MiB and more stream their stores.
+    check_permutation(&[3, 2_900_000], &[1, 0]);
+    check_permutation(&[2_900_000, 3], &[1, 0]);
+    check_permutation(&[64, 8, 16_400], &[2, 1, 0]);
+}
+
+/// The register interleaves of 2, 3, 4 and 8 rows and their reverses,
+/// on random lengths (vector bodies and scalar edges), row gaps,
+/// destination alignments (streamed stores only where aligned) and
+/// stream flags, against element-by-element indexing.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn register_interleaves_match_indexing() {
+    use proptest::prelude::*;
+    if !simd::has_avx2() {
+        return;
+    }
+    let config = ProptestConfig { cases: 600, rng_seed: proptest::test_runner::RngSeed::Fixed(26), ..ProptestConfig::default() };
+    proptest!(config, |(n in 0usize..300, gap in 0usize..20, at in 0usize..16, stream: bool, pick in 0usize..4)| {
+        let c = [2, 3, 4, 8][pick];
+        let rs = n + gap; // the rows' stride
+        let rows: Vec<u32> = (0..c * rs + 16).map(|v| (v as u32).wrapping_mul(2_654_435_761)).collect();
+        // Interleave: c rows of n into one run at offset `at`.
+        let mut run = vec![0u32; n * c + 32];
+        // SAFETY: c rows of n at stride rs are inside `rows`; n * c
+        // elements from `at` are inside `run`.
+        unsafe {
+            let (d, s) = (run.as_mut_ptr().add(at), rows.as_ptr());
+            match c {
+                2 => simd::interleave_regs::<2>(n, d, s, rs, stream),
+                3 => simd::interleave_regs::<3>(n, d, s, rs, stream),
+                4 => simd::interleave_regs::<4>(n, d, s, rs, stream),
+                _ => simd::interleave_regs::<8>(n, d, s, rs, stream),
+            }
+        }
+        simd::fence();
+        for a in 0..n {
+            for b in 0..c {
+                prop_assert_eq!(run[at + a * c + b], rows[b * rs + a], "interleave c {} n {} at {} element {} row {}", c, n, at, a, b);
+            }
+        }
+        prop_assert!(run[..at].iter().chain(&run[at + n * c..]).all(|&v| v == 0), "interleave wrote outside its run");
+        // Deinterleave: the run back into c rows at offset `at`.
+        let mut back = vec![0u32; c * rs + 32];
+        // SAFETY: n * c elements from `at` are inside `run`; c rows of
+        // n at stride rs from `at` are inside `back`.
+        unsafe {
+            let (d, s) = (back.as_mut_ptr().add(at), run.as_ptr().add(at));
+            match c {
+                2 => simd::deinterleave_regs::<2>(n, d, rs, s, stream),
+                3 => simd::deinterleave_regs::<3>(n, d, rs, s, stream),
+                4 => simd::deinterleave_regs::<4>(n, d, rs, s, stream),
+                _ => simd::deinterleave_regs::<8>(n, d, rs, s, stream),
+            }
+        }
+        simd::fence();
+        for (i, &v) in back.iter().enumerate() {
+            let (b, a) = ((i.wrapping_sub(at)) / rs, (i.wrapping_sub(at)) % rs);
+            let want = if i >= at && b < c && a < n { rows[b * rs + a] } else { 0 };
+            prop_assert_eq!(v, want, "deinterleave c {} n {} at {} index {}", c, n, at, i);
+        }
+    });
+}
+
+#[test]
+fn tiles_of_runs_up_to_the_short_run_limit_match_the_naive_copy() {
+    // Swaps of outer axes over inner runs of 516 B (not a multiple of
+    // 32: the scalar path), 512 B, 2 KiB and just under SHORT_RUN (the
+    // AVX path), counts that are not multiples of the tile's edge, and
+    // runs of SHORT_RUN (not tiled); one destination of 32 MiB and more
+    // (streamed stores).
+    for inner in [129usize, 128, 512, SHORT_RUN / 4 - 8, SHORT_RUN / 4] {
+        check_permutation(&[5, 3, 21, inner], &[2, 1, 0, 3]);
+        check_permutation(&[19, 7, inner], &[1, 0, 2]);
+    }
+    check_permutation(&[64, 8, 128, 128], &[2, 1, 0, 3]);
+    check_permutation(&[40, 2, 130, 1024], &[2, 1, 0, 3]);
+}
+
+#[test]
+fn negative_strides_on_either_side_match_the_naive_copy() {
+    // Every sign pattern of a rank-3 permuted copy, for each element
+    // size: the destination row-major (maybe reversed per axis), the
+    // source a permutation (maybe reversed per axis).
+    let dims = [5usize, 19, 9];
+    let n: usize = dims.iter().product();
+    for es in [1usize, 2, 4, 8] {
+        // u64 words: every element size is aligned.
+        let words: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        // SAFETY: the words hold n * 8 >= n * es initialised bytes.
+        let src = unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, n * es) };
+        for signs in 0..64u32 {
+            let p = [2usize, 0, 1];
+            let src_st = row_major(&dims);
+            let out_dims: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+            let out_st = row_major(&out_dims);
+            let mut axes = Vec::new();
+            let (mut d0, mut s0) = (0isize, 0isize);
+            for k in 0..3 {
+                let mut ds = out_st[k] as isize;
+                let mut ss = src_st[p[k]] as isize;
+                if signs & (1 << k) != 0 {
+                    d0 += (out_dims[k] as isize - 1) * ds;
+                    ds = -ds;
+                }
+                if signs & (8 << k) != 0 {
+                    s0 += (out_dims[k] as isize - 1) * ss;
+                    ss = -ss;
+                }
+                axes.push(Axis { n: out_dims[k], ds, ss });
+            }
+            let mut want = vec![0u8; n * es];
+            for flat in 0..n {
+                let (mut rem, mut d, mut s) = (flat, d0, s0);
+                for k in (0..3).rev() {
+                    let i = (rem % out_dims[k]) as isize;
+                    rem /= out_dims[k];
+                    d += i * axes[k].ds;
+                    s += i * axes[k].ss;
+                }
+                let (d, s) = (d as usize * es, s as usize * es);
+                want[d..d + es].copy_from_slice(&src[s..s + es]);
+            }
+            for parallel in [false, true] {
+                let mut got = vec![0u64; n];
+                let g = got.as_mut_ptr() as *mut u8;
+                // SAFETY: the offsets of every index lie in both
+                // buffers (d0/s0 start at the far end of reversed axes);
+                // the u64 buffer aligns every element size.
+                unsafe {
+                    copy(es, &normalise(axes.clone()), g.add(d0 as usize * es), src.as_ptr().add(s0 as usize * es), parallel)
+                };
+                // SAFETY: `got` holds n * 8 >= n * es bytes.
+                let bytes = unsafe { std::slice::from_raw_parts(g, n * es) };
+                assert_eq!(bytes, &want[..], "es {es} signs {signs:#b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn streamed_fills_cover_exactly_the_slice() {
+    // 40 MiB of u16 (above STREAM_BYTES), starting off 32-byte alignment.
+    let mut v = vec![0u16; (40 << 20) / 2 + 7];
+    let n = v.len();
+    let done = fill_streamed(&mut v[3..n - 2], 0xabcd);
+    assert!(v[3..n - 2].iter().all(|&x| x == 0xabcd));
+    assert_eq!((v[..3].to_vec(), v[n - 2..].to_vec()), (vec![0; 3], vec![0; 2]));
+    // Small slices are left to the caller.
+    assert!(!fill_streamed(&mut v[..100], 1u16));
+    let _ = done;
+    // Values of one repeated byte (zeros, 0x4141) stream the same way
+    // (`fill` sends them to memset before this): the value's bytes,
+    // and nothing outside the slice.
+    for pattern in [0u16, 0x4141] {
+        v.fill(0x1234);
+        assert_eq!(fill_streamed(&mut v[3..n - 2], pattern), done);
+        assert!(v[3..n - 2].iter().all(|&x| x == pattern));
+        assert_eq!((v[..3].to_vec(), v[n - 2..].to_vec()), (vec![0x1234; 3], vec![0x1234; 2]));
+    }
+}
+
+#[test]
+fn empty_loops_copy_nothing() {
+    let axes = vec![Axis { n: 0, ds: 3, ss: 1 }, Axis { n: 3, ds: 1, ss: 4 }];
+    let mut dst = [7u32; 4];
+    for parallel in [false, true] {
+        // SAFETY: no element is reached.
+        unsafe { copy(4, &normalise(axes.clone()), dst.as_mut_ptr() as *mut u8, [1u32; 4].as_ptr() as *const u8, parallel) };
+    }
+    assert_eq!(dst, [7; 4]);
+}
+
+#[test]
+fn fusing_and_ordering() {
+    // [2,3,4] row-major copied to itself: one run of 24.
+    let axes = vec![Axis { n: 2, ds: 12, ss: 12 }, Axis { n: 3, ds: 4, ss: 4 }, Axis { n: 4, ds: 1, ss: 1 }];
+    assert_eq!(normalise(axes), [Axis { n: 24, ds: 1, ss: 1 }]);
+    // Swapping the two outer axes of [2,3,4]: the inner run stays.
+    let axes = vec![Axis { n: 3, ds: 8, ss: 4 }, Axis { n: 2, ds: 4, ss: 12 }, Axis { n: 4, ds: 1, ss: 1 }];
+    assert_eq!(normalise(axes).len(), 3);
+}
