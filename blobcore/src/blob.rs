@@ -91,7 +91,7 @@ impl State {
     /// The element strides of the logical dims and element 0's offset
     /// from the base; None for blocked layouts.
     #[inline]
-    pub(crate) fn planar_strides(&self) -> Option<(crate::index::Axes<isize>, usize)> {
+    pub(crate) fn planar_strides(&self) -> Option<(crate::axes::Axes<isize>, usize)> {
         self.placement.planar_strides(self.shape.dims())
     }
 }

@@ -45,12 +45,9 @@ use smallvec::SmallVec;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-/// `DLDeviceType::kDLCPU`.
-pub const DL_CPU: i32 = 1;
-/// `DLDeviceType::kDLCUDA` (CUDA device memory).
-pub const DL_CUDA: i32 = 2;
-/// `DLDeviceType::kDLCUDAHost` (pinned host memory: readable by the CPU).
-pub const DL_CUDA_HOST: i32 = 3;
+/// DLPack's device types (defined beside [`Export`], whose memory they
+/// place).
+pub use crate::export::{DL_CPU, DL_CUDA, DL_CUDA_HOST};
 /// The DLPack major version this module speaks.
 pub const DLPACK_MAJOR_VERSION: u32 = 1;
 /// The DLPack minor version exports declare.
@@ -587,7 +584,7 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
         // SAFETY: as above.
         let s = unsafe { std::slice::from_raw_parts(t.strides, n) };
         let mut bad = None;
-        let out = crate::index::axes_filled(n, |out| {
+        let out = crate::axes::axes_filled(n, |out| {
             for (slot, &v) in out.iter_mut().zip(s) {
                 match isize::try_from(v) {
                     Ok(v) => *slot = v,
@@ -600,7 +597,7 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
         }
         out
     } else {
-        crate::index::axes_filled(n, |s| crate::layout::fill_row_major_strides(shape.dims(), 1, s))
+        crate::axes::axes_filled(n, |s| crate::layout::fill_row_major_strides(shape.dims(), 1, s))
     };
     let count = shape.count();
     let contiguous = crate::layout::is_row_major(shape.dims(), &strides, 1);

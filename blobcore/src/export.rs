@@ -22,6 +22,13 @@ use smallvec::SmallVec;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+/// `DLDeviceType::kDLCPU`: where host exports are ([`Export::device`]).
+pub const DL_CPU: i32 = 1;
+/// `DLDeviceType::kDLCUDA` (CUDA device memory).
+pub const DL_CUDA: i32 = 2;
+/// `DLDeviceType::kDLCUDAHost` (pinned host memory: readable by the CPU).
+pub const DL_CUDA_HOST: i32 = 3;
+
 /// A pinned, dense, row-major view of some of a blob's elements.
 pub struct Export {
     /// Keeps the storage alive and marks its host memory as shared, so GPU
@@ -106,7 +113,7 @@ impl Export {
         if let Some(s) = &self.strides {
             return s.clone();
         }
-        crate::index::axes_filled(self.shape.len(), |s| crate::layout::fill_row_major_strides(&self.shape, self.dtype.size(), s))
+        crate::axes::axes_filled(self.shape.len(), |s| crate::layout::fill_row_major_strides(&self.shape, self.dtype.size(), s))
     }
 
     /// Strides in elements, written into `out` (cleared first): row-major
@@ -267,7 +274,7 @@ fn pin_at(storage: Arc<Storage>, write: bool, device: bool, start: usize) -> Res
     // SAFETY: start + len <= storage.len() (checked by the caller), so the
     // offset stays inside the allocation.
     let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(start)) };
-    Ok((pin, ptr, (crate::dlpack::DL_CPU, 0)))
+    Ok((pin, ptr, (DL_CPU, 0)))
 }
 
 /// [`pin_at`] of a CUDA engine's device copy.
@@ -281,7 +288,7 @@ fn pin_device_at(storage: &Arc<Storage>, write: bool, start: usize) -> Result<(c
     let ordinal = storage.gpu().and_then(|g| g.cuda()).map_or(0, |c| c.ordinal()) as i32;
     let addr = (mem.ptr() as usize).checked_add(start).and_then(|a| NonNull::new(a as *mut u8));
     let ptr = addr.ok_or_else(|| err!(Internal, "a null device address"))?;
-    Ok((pin, ptr, (crate::dlpack::DL_CUDA, ordinal)))
+    Ok((pin, ptr, (DL_CUDA, ordinal)))
 }
 
 #[cfg(test)]

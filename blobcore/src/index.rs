@@ -19,6 +19,7 @@ use crate::blob::{Blob, State, View, ViewKind};
 use crate::error::{err, Result};
 use crate::layout::{BlockingDesc, TensorDesc};
 use crate::shape::{Shape, MAX_RANK};
+use crate::axes::{axes_filled, Axes};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -47,27 +48,6 @@ pub enum Index {
 impl Index {
     /// The full range `:`.
     pub const ALL: Index = Index::Range { start: None, stop: None, step: None };
-}
-
-/// Per-axis values of a view, inline up to eight axes (NeoML's seven
-/// named dims fit), so that creating a view allocates only the blob.
-pub(crate) type Axes<T> = SmallVec<[T; 8]>;
-
-/// `n` values written by `fill` in place, inline up to eight: the slice
-/// is a stack array that becomes the inline buffer whole. Building a
-/// SmallVec zero-filled and then writing through it costs a memset call
-/// and makes the length's reload wait on the fill's stores (profiles of
-/// views and DLPack imports showed those waits as their hottest lines).
-#[inline(always)]
-pub(crate) fn axes_filled<T: Copy + Default>(n: usize, fill: impl FnOnce(&mut [T])) -> Axes<T> {
-    if n <= 8 {
-        let mut buf = [T::default(); 8];
-        fill(&mut buf[..n]);
-        return SmallVec::from_buf_and_len(buf, n);
-    }
-    let mut v: Axes<T> = smallvec::smallvec![T::default(); n];
-    fill(&mut v);
-    v
 }
 
 /// Where an indexed view's elements are: dims, element strides (may be
@@ -224,67 +204,6 @@ fn resolve_key(dims: &[usize], key: &[Index]) -> Result<Vec<Resolved>> {
         axis += 1;
     }
     Ok(out)
-}
-
-/// The planar desc of a strided view of `dims` at element `strides` of
-/// either sign (any order, gaps allowed): axes sorted by stride
-/// magnitude, outermost first; length-1 axes innermost (their stride is
-/// irrelevant and set to 1). The caller has checked the view's span
-/// ([`crate::layout::strided_span`], which gave `below`), as
-/// [`crate::placement::Strided::new`] does.
-pub(crate) fn strided_desc_checked(dtype: crate::DType, dims: &[usize], strides: &[isize], below: usize) -> Box<TensorDesc> {
-    if let Some((order, st)) = strided_order_inline(dims, strides) {
-        let rank = dims.len();
-        return TensorDesc::planar_of_checked(dtype, dims, &order[..rank], &st[..rank], below);
-    }
-    let (order, st) = strided_order(dims, strides);
-    TensorDesc::planar_of_checked(dtype, dims, &order, &st, below)
-}
-
-/// [`strided_desc_checked`]'s order of the axes and their strides, any rank.
-fn strided_order(dims: &[usize], strides: &[isize]) -> (Axes<usize>, Axes<isize>) {
-    let rank = dims.len();
-    let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
-    order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
-    order.extend((0..rank).filter(|&a| dims[a] <= 1));
-    let st = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
-    (order, st)
-}
-
-type InlineAxes<T> = [T; crate::layout::INLINE];
-
-/// [`strided_order`] on the stack for ranks up to eight (every view's
-/// creation runs it; the sort and collects cost half a strided view):
-/// an insertion sort that inserts the axes in turn and shifts only past
-/// strictly smaller magnitudes, so equal strides keep their axis order as
-/// the stable sort does. The first `dims.len()` entries are meaningful.
-/// Property test: `inline_order_is_the_general_order`.
-#[inline]
-fn strided_order_inline(dims: &[usize], strides: &[isize]) -> Option<(InlineAxes<usize>, InlineAxes<isize>)> {
-    let rank = dims.len();
-    if rank > crate::layout::INLINE || strides.len() != rank {
-        return None;
-    }
-    let (mut order, mut st) = ([0usize; crate::layout::INLINE], [1isize; crate::layout::INLINE]);
-    let mut n = 0;
-    for a in (0..rank).filter(|&a| dims[a] > 1) {
-        let key = strides[a].unsigned_abs();
-        let mut j = n;
-        while j > 0 && strides[order[j - 1]].unsigned_abs() < key {
-            order[j] = order[j - 1];
-            j -= 1;
-        }
-        order[j] = a;
-        n += 1;
-    }
-    for i in 0..n {
-        st[i] = strides[order[i]];
-    }
-    for a in (0..rank).filter(|&a| dims[a] <= 1) {
-        order[n] = a; // its stride stays 1
-        n += 1;
-    }
-    Some((order, st))
 }
 
 impl Blob {
@@ -664,21 +583,6 @@ mod tests {
     }
 
     #[test]
-    fn axes_filled_holds_what_fill_wrote_inline_and_spilled() {
-        for n in 0..=12usize {
-            let v: Axes<i64> = axes_filled(n, |s| {
-                assert_eq!(s.len(), n);
-                for (i, x) in s.iter_mut().enumerate() {
-                    *x = 3 * i as i64 - 7;
-                }
-            });
-            assert_eq!(v.len(), n);
-            assert_eq!(v.spilled(), n > 8);
-            assert_eq!(v.to_vec(), (0..n as i64).map(|i| 3 * i - 7).collect::<Vec<_>>());
-        }
-    }
-
-    #[test]
     fn slices_follow_python() {
         // [0..10][2:8:3] = [2, 5]; [::-3] = [9, 6, 3, 0]; [-100:100] = all
         assert_eq!(resolve_range(Some(2), Some(8), Some(3), 10).unwrap(), (2, 3, 2));
@@ -754,20 +658,6 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(32), ..Default::default() })]
-
-        /// The stack order of small ranks is the stable sort's, with ties
-        /// (equal magnitudes of either sign), length-0 and length-1 axes.
-        #[test]
-        fn inline_order_is_the_general_order(
-            axes in proptest::collection::vec((0usize..4, -3isize..4), 0..9),
-        ) {
-            let dims: Vec<usize> = axes.iter().map(|a| a.0).collect();
-            let strides: Vec<isize> = axes.iter().map(|a| a.1).collect();
-            let (order, st) = strided_order(&dims, &strides);
-            let (io, is) = strided_order_inline(&dims, &strides).expect("rank <= 8");
-            proptest::prop_assert_eq!(&io[..dims.len()], &order[..]);
-            proptest::prop_assert_eq!(&is[..dims.len()], &st[..]);
-        }
 
         /// Keys of integers and ranges (any start, stop and step, out of
         /// range ones included) on dense blobs of rank 0 to 8, the blob

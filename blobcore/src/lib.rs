@@ -38,6 +38,7 @@
 
 #![deny(missing_docs)]
 
+pub(crate) mod axes;
 pub mod blob;
 pub mod blob_map;
 pub mod boolean;

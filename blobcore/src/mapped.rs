@@ -172,35 +172,6 @@ fn read_only_copy(engine: &Engine, dtype: DType, shape: Shape, data: &[u8]) -> R
     Ok(unsafe { Blob::wrap_file(engine, dtype, shape, ptr, data.len(), release, true) })
 }
 
-impl Blob {
-    /// `numpy.load(path, mmap_mode=...)`: a `.npy` file whose data the
-    /// blob shares through a memory map (O(1), nothing read until
-    /// touched). Fortran-order files and data in the other byte order
-    /// cannot be viewed as a row-major blob: they are read and converted
-    /// into fresh memory instead, as without a map.
-    pub fn load_npy_mapped(engine: &Engine, path: impl AsRef<Path>, mode: MapMode) -> Result<Blob> {
-        let map = FileMap::open(path.as_ref(), mode)?;
-        let bytes = map.bytes();
-        let h = crate::io::npy::header(bytes)?;
-        let foreign_order = h.big_endian != cfg!(target_endian = "big") && h.dtype.size() > 1;
-        if (h.fortran_order && h.shape.len() > 1) || foreign_order {
-            return Blob::from_npy_bytes(engine, bytes);
-        }
-        let data_at = crate::io::npy::data_offset(bytes)?;
-        let dims: Vec<i64> = h.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
-        let shape = crate::io::file_shape("NumPy .npy", &dims)?;
-        let need = shape.byte_size(h.dtype).map_err(|_| err!(Format, "NumPy .npy: the shape {dims:?} is too large"))?;
-        if data_at.checked_add(need) != Some(bytes.len()) {
-            return Err(err!(
-                Format,
-                "NumPy .npy: the header promises {need} data bytes but the file holds {}",
-                bytes.len().saturating_sub(data_at)
-            ));
-        }
-        map.blob(engine, h.dtype, shape, data_at)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@
 
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::index::Axes;
+use crate::axes::{axes_filled, Axes};
 use crate::layout::TensorDesc;
 use std::sync::OnceLock;
 
@@ -77,7 +77,7 @@ impl Strided {
     fn desc(&self, dims: &[usize]) -> &TensorDesc {
         // `new` checked the span of these axes (their order does not
         // change it, and length-1 axes reach nothing at any stride).
-        self.desc.get_or_init(|| crate::index::strided_desc_checked(self.dtype, dims, &self.strides, self.origin))
+        self.desc.get_or_init(|| strided_desc_checked(self.dtype, dims, &self.strides, self.origin))
     }
 }
 
@@ -136,7 +136,7 @@ impl Placement {
     pub(crate) fn plain_strides(&self, dims: &[usize]) -> Option<(Axes<isize>, usize, usize)> {
         match self {
             Placement::Dense => {
-                let s: Axes<isize> = crate::index::axes_filled(dims.len(), |s| crate::layout::fill_row_major_strides(dims, 1, s));
+                let s: Axes<isize> = axes_filled(dims.len(), |s| crate::layout::fill_row_major_strides(dims, 1, s));
                 Some((s, 0, dims.iter().product()))
             }
             Placement::Strided(s) => Some((s.strides.clone(), s.origin, s.span)),
@@ -156,6 +156,67 @@ impl Placement {
     }
 }
 
+/// The planar desc of a strided view of `dims` at element `strides` of
+/// either sign (any order, gaps allowed): axes sorted by stride
+/// magnitude, outermost first; length-1 axes innermost (their stride is
+/// irrelevant and set to 1). The caller has checked the view's span
+/// ([`crate::layout::strided_span`], which gave `below`), as
+/// [`Strided::new`] does.
+pub(crate) fn strided_desc_checked(dtype: DType, dims: &[usize], strides: &[isize], below: usize) -> Box<TensorDesc> {
+    if let Some((order, st)) = strided_order_inline(dims, strides) {
+        let rank = dims.len();
+        return TensorDesc::planar_of_checked(dtype, dims, &order[..rank], &st[..rank], below);
+    }
+    let (order, st) = strided_order(dims, strides);
+    TensorDesc::planar_of_checked(dtype, dims, &order, &st, below)
+}
+
+/// [`strided_desc_checked`]'s order of the axes and their strides, any rank.
+fn strided_order(dims: &[usize], strides: &[isize]) -> (Axes<usize>, Axes<isize>) {
+    let rank = dims.len();
+    let mut order: Axes<usize> = (0..rank).filter(|&a| dims[a] > 1).collect();
+    order.sort_by(|&a, &b| strides[b].unsigned_abs().cmp(&strides[a].unsigned_abs()).then(a.cmp(&b)));
+    order.extend((0..rank).filter(|&a| dims[a] <= 1));
+    let st = order.iter().map(|&a| if dims[a] > 1 { strides[a] } else { 1 }).collect();
+    (order, st)
+}
+
+type InlineAxes<T> = [T; crate::layout::INLINE];
+
+/// [`strided_order`] on the stack for ranks up to eight (every view's
+/// creation runs it; the sort and collects cost half a strided view):
+/// an insertion sort that inserts the axes in turn and shifts only past
+/// strictly smaller magnitudes, so equal strides keep their axis order as
+/// the stable sort does. The first `dims.len()` entries are meaningful.
+/// Property test: `inline_order_is_the_general_order`.
+#[inline]
+fn strided_order_inline(dims: &[usize], strides: &[isize]) -> Option<(InlineAxes<usize>, InlineAxes<isize>)> {
+    let rank = dims.len();
+    if rank > crate::layout::INLINE || strides.len() != rank {
+        return None;
+    }
+    let (mut order, mut st) = ([0usize; crate::layout::INLINE], [1isize; crate::layout::INLINE]);
+    let mut n = 0;
+    for a in (0..rank).filter(|&a| dims[a] > 1) {
+        let key = strides[a].unsigned_abs();
+        let mut j = n;
+        while j > 0 && strides[order[j - 1]].unsigned_abs() < key {
+            order[j] = order[j - 1];
+            j -= 1;
+        }
+        order[j] = a;
+        n += 1;
+    }
+    for i in 0..n {
+        st[i] = strides[order[i]];
+    }
+    for a in (0..rank).filter(|&a| dims[a] <= 1) {
+        order[n] = a; // its stride stays 1
+        n += 1;
+    }
+    Some((order, st))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +225,20 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(29), ..ProptestConfig::default() })]
+
+        /// The stack order of small ranks is the stable sort's, with ties
+        /// (equal magnitudes of either sign), length-0 and length-1 axes.
+        #[test]
+        fn inline_order_is_the_general_order(
+            axes in proptest::collection::vec((0usize..4, -3isize..4), 0..9),
+        ) {
+            let dims: Vec<usize> = axes.iter().map(|a| a.0).collect();
+            let strides: Vec<isize> = axes.iter().map(|a| a.1).collect();
+            let (order, st) = strided_order(&dims, &strides);
+            let (io, is) = strided_order_inline(&dims, &strides).expect("rank <= 8");
+            proptest::prop_assert_eq!(&io[..dims.len()], &order[..]);
+            proptest::prop_assert_eq!(&is[..dims.len()], &st[..]);
+        }
 
         /// A strided placement, its desc built lazily in one pass, reads
         /// as the desc the general constructors give

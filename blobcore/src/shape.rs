@@ -123,9 +123,9 @@ impl Shape {
         // One pass: each dim is checked, multiplied in and stored (the
         // same checks as [`Shape::new`], which the property test
         // `from_i64_is_new_of_the_dims` holds it to), straight into the
-        // inline buffer (`axes_filled`).
+        // inline buffer (`crate::axes::axes_filled`).
         let mut checked = Ok((1, false));
-        let v = crate::index::axes_filled(dims.len(), |out| checked = checked_dims(dims, out));
+        let v = crate::axes::axes_filled(dims.len(), |out| checked = checked_dims(dims, out));
         let (extent, zero) = checked?;
         Ok(Shape { dims: v, count: if zero { 0 } else { extent }, extent })
     }
@@ -156,7 +156,7 @@ impl Shape {
     /// checked by the caller; an index past the rank would read as 1): no
     /// checks to repeat, as the count and extent do not change.
     pub(crate) fn permuted(&self, axes: &[usize]) -> Shape {
-        let dims = crate::index::axes_filled(axes.len(), |out| {
+        let dims = crate::axes::axes_filled(axes.len(), |out| {
             for (slot, &a) in out.iter_mut().zip(axes) {
                 *slot = self.dims.get(a).copied().unwrap_or(1);
             }

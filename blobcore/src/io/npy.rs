@@ -18,6 +18,7 @@ use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::io::{byte_order, file_shape, io_err, read_file, write_file, Cursor};
+use crate::mapped::{FileMap, MapMode};
 use std::io::Write;
 use std::path::Path;
 
@@ -374,6 +375,33 @@ impl Blob {
     /// Writes the blob as a `.npy` file to `w`.
     pub fn write_npy(&self, w: &mut impl Write) -> Result<()> {
         encode(self, w)
+    }
+
+    /// `numpy.load(path, mmap_mode=...)`: a `.npy` file whose data the
+    /// blob shares through a memory map (O(1), nothing read until
+    /// touched). Fortran-order files and data in the other byte order
+    /// cannot be viewed as a row-major blob: they are read and converted
+    /// into fresh memory instead, as without a map.
+    pub fn load_npy_mapped(engine: &Engine, path: impl AsRef<Path>, mode: MapMode) -> Result<Blob> {
+        let map = FileMap::open(path.as_ref(), mode)?;
+        let bytes = map.bytes();
+        let h = header(bytes)?;
+        let foreign_order = h.big_endian != cfg!(target_endian = "big") && h.dtype.size() > 1;
+        if (h.fortran_order && h.shape.len() > 1) || foreign_order {
+            return Blob::from_npy_bytes(engine, bytes);
+        }
+        let data_at = data_offset(bytes)?;
+        let dims: Vec<i64> = h.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
+        let shape = file_shape("NumPy .npy", &dims)?;
+        let need = shape.byte_size(h.dtype).map_err(|_| err!(Format, "NumPy .npy: the shape {dims:?} is too large"))?;
+        if data_at.checked_add(need) != Some(bytes.len()) {
+            return Err(err!(
+                Format,
+                "NumPy .npy: the header promises {need} data bytes but the file holds {}",
+                bytes.len().saturating_sub(data_at)
+            ));
+        }
+        map.blob(engine, h.dtype, shape, data_at)
     }
 }
 

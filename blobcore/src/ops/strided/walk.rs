@@ -165,22 +165,23 @@ fn continue_next(idx: &mut [usize], loops: &[Axis], od: &mut isize, os: &mut isi
     }
 }
 
-/// One contiguous run of `bytes`: streamed (whole aligned 32-byte pieces,
-/// no read for ownership) when asked and possible, else `memcpy`.
+/// One contiguous run of `bytes`: streamed when asked and possible (see
+/// `simd::run`), else `memcpy`.
 ///
 /// # Safety
 /// `bytes` readable at `src` and writable at `dst`, not overlapping.
 #[inline]
-pub(super) unsafe fn run(dst: *mut u8, src: *const u8, bytes: usize, stream: bool) {
+unsafe fn run(dst: *mut u8, src: *const u8, bytes: usize, stream: bool) {
+    // SAFETY (both): forwarded from the caller.
     #[cfg(target_arch = "x86_64")]
-    if stream && bytes >= 64 && bytes.is_multiple_of(32) && (dst as usize).is_multiple_of(32) && simd::has_avx() {
-        // SAFETY: forwarded; alignment and size checked above.
-        unsafe { simd::stream_copy(dst, src, bytes) };
-        return;
+    unsafe {
+        simd::run(dst, src, bytes, stream)
     }
-    let _ = stream;
-    // SAFETY: forwarded from the caller.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = stream;
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) }
+    }
 }
 
 /// One strided run, element by element.

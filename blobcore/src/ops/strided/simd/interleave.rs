@@ -2,7 +2,7 @@
 //! 2..8), through registers for C = 2, 3, 4 and 8.
 
 use super::registers::t8;
-use crate::ops::strided::walk::run;
+use super::stream::run;
 use std::arch::x86_64::*;
 
 /// `dst[a*C + b] = src[a + b*sj]` for `a < n`, `b < C`: C source rows

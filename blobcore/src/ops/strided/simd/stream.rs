@@ -1,6 +1,24 @@
 //! Non-temporal copies: runs, rows of runs, merges of parts and fills.
 
+use super::has_avx;
 use std::arch::x86_64::*;
+
+/// One contiguous run of `bytes`: with `stream`, whole aligned 32-byte
+/// pieces on AVX, written with non-temporal stores (no read for
+/// ownership); otherwise `memcpy`.
+///
+/// # Safety
+/// `bytes` readable at `src` and writable at `dst`, not overlapping.
+#[inline]
+pub(crate) unsafe fn run(dst: *mut u8, src: *const u8, bytes: usize, stream: bool) {
+    if stream && bytes >= 64 && bytes.is_multiple_of(32) && (dst as usize).is_multiple_of(32) && has_avx() {
+        // SAFETY: forwarded; AVX present, size and alignment checked above.
+        unsafe { stream_copy(dst, src, bytes) };
+        return;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+}
 
 /// Copies `bytes` (a multiple of 32) to a 32-byte aligned `dst` with
 /// non-temporal stores, prefetching its reads ahead.

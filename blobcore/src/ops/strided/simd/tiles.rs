@@ -4,7 +4,7 @@
 use super::interleave::{deinterleave, deinterleave_regs, interleave, interleave_regs};
 use super::registers::{t4x4, t8x16, t8x8};
 use super::{has_avx, has_avx2};
-use crate::ops::strided::walk::run;
+use super::stream::run;
 use crate::ops::strided::Axis;
 use std::arch::x86_64::*;
 
