@@ -162,7 +162,7 @@ impl Placement {
 /// irrelevant and set to 1). The caller has checked the view's span
 /// ([`crate::layout::strided_span`], which gave `below`), as
 /// [`Strided::new`] does.
-pub(crate) fn strided_desc_checked(dtype: DType, dims: &[usize], strides: &[isize], below: usize) -> Box<TensorDesc> {
+fn strided_desc_checked(dtype: DType, dims: &[usize], strides: &[isize], below: usize) -> Box<TensorDesc> {
     if let Some((order, st)) = strided_order_inline(dims, strides) {
         let rank = dims.len();
         return TensorDesc::planar_of_checked(dtype, dims, &order[..rank], &st[..rank], below);
