@@ -227,7 +227,8 @@ impl Storage {
     /// at the host; a device copy on `gpu` is made on first device use.
     pub(crate) fn host_copy_on(bytes: &[u8], gpu: Option<Arc<Gpu>>) -> Result<Arc<Storage>> {
         let len = bytes.len();
-        let mut host = Storage::allocate(len)?;
+        // Not zeroed: every byte is written just below.
+        let mut host = Storage::allocate(len, false)?;
         let p = match &mut host {
             HostMem::Heap { ptr, .. } => *ptr,
             HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr()).ok_or_else(|| err!(Internal, "memory map returned null"))?,
@@ -368,7 +369,9 @@ impl Storage {
         matches!(lock(&self.state).host, HostMem::External { .. })
     }
 
-    fn allocate(len: usize) -> Result<HostMem> {
+    /// Host memory of `len` bytes at [`ALIGN`], reading as zeros when
+    /// `zeroed` (else its caller writes every byte before anyone reads).
+    fn allocate(len: usize, zeroed: bool) -> Result<HostMem> {
         if len >= PAGE {
             // Anonymous maps are zero-filled by the kernel page by page on
             // first touch, so untouched pages cost no resident memory.
@@ -385,11 +388,15 @@ impl Storage {
             // An over-allocated block at the allocator's own 16-byte
             // alignment, aligned up by hand: `posix_memalign` for 64 bytes
             // splits chunks on every call and cost about a quarter of a
-            // small blob's copy (glibc); calloc comes from its caches.
+            // small blob's copy (glibc). Plain `malloc`, zeroed by hand
+            // below where asked: glibc's `calloc` skips the per-thread
+            // cache that `free` fills, so every calloc and free of a small
+            // blob took the allocator's slow paths (about a tenth of
+            // `s.copy()` from Python).
             let layout = Layout::from_size_align(len.max(1) + (ALIGN - HEAP_ALIGN), HEAP_ALIGN)
                 .map_err(|e| err!(OutOfMemory, "bad layout for {len} bytes: {e}"))?;
             // SAFETY: the layout has a non-zero size.
-            let base = NonNull::new(unsafe { alloc::alloc_zeroed(layout) })
+            let base = NonNull::new(unsafe { alloc::alloc(layout) })
                 .ok_or_else(|| err!(OutOfMemory, "cannot allocate {len} bytes"))?;
             let skip = base.as_ptr().align_offset(ALIGN);
             if skip > ALIGN - HEAP_ALIGN {
@@ -401,6 +408,11 @@ impl Storage {
             }
             // SAFETY: skip <= ALIGN - HEAP_ALIGN, so ptr..ptr+len lies in the block.
             let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(skip)) };
+            if zeroed {
+                // SAFETY: ptr..ptr+len lies in the block just allocated
+                // (above); only these bytes are ever read.
+                unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+            }
             Ok(HostMem::Heap { ptr, base, layout })
         }
     }
@@ -518,7 +530,7 @@ impl Storage {
     fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
         let fresh = matches!(st.host, HostMem::None);
         if fresh {
-            st.host = Storage::allocate(self.len)?;
+            st.host = Storage::allocate(self.len, true)?;
         }
         let p = match &mut st.host {
             HostMem::None => return Err(err!(Internal, "host memory missing after allocation")),
@@ -777,7 +789,7 @@ impl Drop for Storage {
         }
         match std::mem::replace(&mut st.host, HostMem::None) {
             HostMem::Heap { base, layout, .. } => {
-                // SAFETY: allocated by `alloc_zeroed` with this layout and
+                // SAFETY: allocated by `alloc` with this layout (`allocate`) and
                 // freed only here, once.
                 unsafe { alloc::dealloc(base.as_ptr(), layout) }
             }

@@ -10,7 +10,8 @@ use crate::errors::{core, raise};
 use crate::exports::Foreign;
 use blobcore::{Blob, DType, Engine, Shape};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 use std::ptr::NonNull;
 
 /// ml_dtypes' scalar type for `name` (`bfloat16`, `float8_e4m3fn` ...),
@@ -33,14 +34,14 @@ pub fn numpy_dtype<'py>(py: Python<'py>, d: DType) -> PyResult<Bound<'py, PyAny>
     crate::dtypes::to_py(py, d)
 }
 
-/// The blobcore dtype of an array of an ml_dtypes type blobcore has
-/// (bfloat16, the float8 types), or None.
-pub(crate) fn ml_array_dtype(obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
-    if !obj.hasattr("dtype")? {
-        return Ok(None);
+/// `obj.dtype`, or None when it has no such attribute.
+fn dtype_attr<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = obj.py();
+    match obj.getattr(pyo3::intern!(py, "dtype")) {
+        Ok(dt) => Ok(Some(dt)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) => Ok(None),
+        Err(e) => Err(e),
     }
-    let name = obj.getattr("dtype")?.getattr("name").and_then(|n| n.extract::<String>());
-    Ok(name.ok().and_then(|n| crate::dtypes::ml_by_name(&n)))
 }
 
 /// `array` as its carrier (uint16 for bfloat16, uint8 for float8) when it
@@ -49,14 +50,16 @@ pub(crate) fn ml_array_dtype(obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> 
 /// structured) are a DTypeError naming the dtype, before NumPy is asked
 /// for a buffer.
 pub(crate) fn carried<'py>(array: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Option<DType>)> {
-    match ml_array_dtype(array)? {
-        Some(d) => {
-            let carrier = crate::dtypes::ml_dtype(d).map_or("uint8", |m| m.1);
-            Ok((array.call_method1("view", (carrier,))?, Some(d)))
-        }
+    let py = array.py();
+    let Some(dt) = dtype_attr(array)? else { return Ok((array.clone(), None)) };
+    // The dtype object itself first (NumPy's and ml_dtypes' are
+    // singletons); by its name (a Python-level getter) only otherwise.
+    let ml = match crate::dtypes::by_identity(py, &dt)? {
+        Some(d) => crate::dtypes::ml_dtype(d).map(|_| d),
         None => {
-            if array.hasattr("dtype")? {
-                let dt = array.getattr("dtype")?;
+            let name = dt.getattr("name").and_then(|n| n.extract::<String>());
+            let ml = name.ok().and_then(|n| crate::dtypes::ml_by_name(&n));
+            if ml.is_none() {
                 if let Ok(kind) = dt.getattr("kind").and_then(|k| k.extract::<String>()) {
                     if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
                         let all: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
@@ -64,8 +67,15 @@ pub(crate) fn carried<'py>(array: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, Py
                     }
                 }
             }
-            Ok((array.clone(), None))
+            ml
         }
+    };
+    match ml {
+        Some(d) => {
+            let carrier = crate::dtypes::ml_dtype(d).map_or("uint8", |m| m.1);
+            Ok((array.call_method1(pyo3::intern!(py, "view"), (carrier,))?, Some(d)))
+        }
+        None => Ok((array.clone(), None)),
     }
 }
 
@@ -165,15 +175,37 @@ pub fn as_dtype<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, d: DType, copy:
     py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))
 }
 
+static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `numpy.ndarray`.
+fn ndarray_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    Ok(NDARRAY.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        Ok(py.import("numpy")?.getattr("ndarray")?.cast_into::<PyType>()?.unbind())
+    })?.bind(py))
+}
+
 /// A new blob holding a copy of `array` (anything NumPy converts; any
 /// layout; bfloat16 and float8 through ml_dtypes).
 pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
-    let kwargs = PyDict::new(py);
-    // asarray(order="C"), not ascontiguousarray: that makes 0-d arrays 1-d.
-    kwargs.set_item("order", "C")?;
-    let arr = py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))?;
-    let (arr, ml) = carried(&arr)?;
-    let buf = Foreign::get(&arr, false)?;
+    // A C-contiguous ndarray is read through its buffer as it is (what
+    // `asarray(order="C")` would return); anything else goes through NumPy.
+    let direct = if array.get_type().is(ndarray_type(py)?) {
+        let (arr, ml) = carried(array)?;
+        Some((Foreign::get(&arr, false)?, ml)).filter(|(buf, _)| buf.is_c_contiguous())
+    } else {
+        None
+    };
+    let (buf, ml) = match direct {
+        Some(d) => d,
+        None => {
+            let kwargs = PyDict::new(py);
+            // asarray(order="C"), not ascontiguousarray: that makes 0-d arrays 1-d.
+            kwargs.set_item("order", "C")?;
+            let arr = py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))?;
+            let (arr, ml) = carried(&arr)?;
+            (Foreign::get(&arr, false)?, ml)
+        }
+    };
     let dtype = match ml { Some(d) => d, None => buf.dtype()? };
     let out = core(Blob::new(engine, dtype, core(Shape::new(&buf.shape()))?))?;
     let bytes = buf.bytes();

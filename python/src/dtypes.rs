@@ -35,12 +35,29 @@ pub fn ml_by_name(name: &str) -> Option<DType> {
 
 /// The Python object for `d` (`numpy.dtype("float32")` ...).
 pub fn to_py(py: Python<'_>, d: DType) -> PyResult<Bound<'_, PyAny>> {
+    let i = DType::ALL.iter().position(|x| *x == d).unwrap_or(0);
+    Ok(objects(py)?[i].bind(py).clone())
+}
+
+/// The objects of `DType::ALL`, in its order.
+fn objects(py: Python<'_>) -> PyResult<&[Py<PyAny>]> {
     let v = OBJECTS.get_or_try_init(py, || -> PyResult<Vec<Py<PyAny>>> {
         let m = py.import("blobcore._dtypes")?;
         DType::ALL.iter().map(|d| m.getattr(attr_name(*d)).map(Bound::unbind)).collect()
     })?;
-    let i = DType::ALL.iter().position(|x| *x == d).unwrap_or(0);
-    Ok(v[i].bind(py).clone())
+    Ok(v)
+}
+
+/// The dtype whose object (`bc.float32` ...) `obj` is, by identity.
+/// NumPy's builtin dtypes (native byte order) and ml_dtypes' are
+/// singletons, so this answers for the arrays and dtype arguments users
+/// pass without asking the dtype's `name` (a Python-level getter in
+/// NumPy 2: microseconds a call). None for anything else (an equal dtype
+/// that is another object, byte-swapped, unpickled ...): callers then go
+/// by name.
+pub fn by_identity(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
+    let found = objects(py)?.iter().position(|o| o.bind(py).is(obj));
+    Ok(found.map(|i| DType::ALL[i]))
 }
 
 /// Parses a dtype argument: `None` (float32), a name, a NumPy or
@@ -51,6 +68,18 @@ pub fn from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
         return Ok(DType::F32);
     }
     let py = obj.py();
+    // NumPy's and ml_dtypes' dtype objects, and `numpy.dtype(T)` of a
+    // scalar type (`dtype=numpy.float32`), found by identity.
+    if let Some(d) = by_identity(py, obj)? {
+        return Ok(d);
+    }
+    if obj.is_instance_of::<pyo3::types::PyType>() {
+        if let Ok(dt) = py.import("numpy")?.getattr("dtype")?.call1((obj,)) {
+            if let Some(d) = by_identity(py, &dt)? {
+                return Ok(d);
+            }
+        }
+    }
     let ml_name = || -> PyResult<Option<String>> {
         if !obj.hasattr("name")? {
             return Ok(None);

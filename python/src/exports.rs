@@ -146,8 +146,19 @@ impl Foreign {
         if writable {
             flags |= ffi::PyBUF_WRITABLE;
         }
-        // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer expects to fill.
-        let mut view: Box<ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
+        // Boxed: an exporter may point the buffer's own fields into it
+        // (`shape = &view->len`). Zeroed by hand through an opaque
+        // pointer, so that the allocation stays a plain `malloc` (a
+        // zeroed Box becomes glibc's `calloc`, which bypasses the
+        // per-thread cache that `free` fills: both took the slow paths).
+        let mut view: Box<std::mem::MaybeUninit<ffi::Py_buffer>> = Box::new_uninit();
+        let raw = std::hint::black_box(view.as_mut_ptr());
+        // SAFETY: `raw` addresses the box's Py_buffer; all-zero bytes are
+        // a valid Py_buffer (null pointers, zero lengths).
+        let mut view: Box<ffi::Py_buffer> = unsafe {
+            std::ptr::write_bytes(raw, 0, 1);
+            view.assume_init()
+        };
         // SAFETY: obj is a live object (we hold the GIL); view is writable.
         let rc = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
         if rc != 0 {
@@ -186,10 +197,10 @@ impl Foreign {
     /// The dtype, or a DTypeError naming the format.
     pub fn dtype(&self) -> PyResult<DType> {
         let fmt = if self.view.format.is_null() {
-            "B".to_owned()
+            std::borrow::Cow::Borrowed("B")
         } else {
             // SAFETY: a non-NULL format is a NUL-terminated string owned by the exporter.
-            unsafe { CStr::from_ptr(self.view.format) }.to_string_lossy().into_owned()
+            unsafe { CStr::from_ptr(self.view.format) }.to_string_lossy()
         };
         dtypes::from_format(&fmt, self.itemsize()).ok_or_else(|| {
             raise("DTypeError", format!("buffer format {fmt:?} (item size {}) has no blobcore dtype", self.itemsize()))

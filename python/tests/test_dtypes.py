@@ -454,9 +454,35 @@ def test_dtype_arguments_take_numpy_ml_dtypes_scalar_types_and_names():
             forms += [bool, np.bool_, "bool_", "?"]
         if d in ML:
             forms.append(getattr(ml_dtypes, d.name))
+        # An equal dtype that is another object (NumPy's builtin and
+        # ml_dtypes' dtypes are singletons, found by identity; an
+        # unpickled one is not, and goes by name).
+        other = pickle.loads(pickle.dumps(d))
+        assert other == d
+        forms.append(other)
         for f in forms:
             assert bc.Blob.tensor([1], dtype=f).dtype == d, f
     assert bc.bool_ == np.bool_ and bc.uint64 == np.uint64
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: np.dtype(d).name)
+def test_arrays_with_the_singleton_or_another_dtype_object_copy_alike(dt, rng):
+    # from_numpy finds an array's dtype by identity first: arrays whose
+    # dtype object is another (unpickled) give the same blob.
+    d = np.dtype(dt)
+    a = sample(d, (3, 5), rng)
+    other = pickle.loads(pickle.dumps(a))
+    assert other.dtype == d
+    if d not in ML:  # ml_dtypes' unpickle to the singleton
+        assert other.dtype is not a.dtype
+    if d.itemsize > 1 and d not in ML:
+        # Byte-swapped data is refused, naming the format, as before.
+        with pytest.raises(bc.DTypeError, match="buffer format"):
+            bc.Blob.from_numpy(a.astype(d.newbyteorder(">")))
+    for f in [a, other, a[:, ::2], other.T]:
+        b = bc.Blob.from_numpy(f)
+        assert b.dtype == d and b.shape == f.shape
+        assert same_bits(np.asarray(b), np.ascontiguousarray(f).astype(d)), (d.name, f.dtype, f.strides)
     assert bc.float8_e4m3fn == np.dtype(ml_dtypes.float8_e4m3fn)
 
 

@@ -298,18 +298,21 @@ impl Blob {
         if !self.is_dense() {
             return self.through_dense(true, |d| d.copy_from_bytes(src));
         }
-        let mut w = self.snapshot().into_write()?;
-        let dst = w.bytes_mut();
-        if dst.len() != src.len() {
-            return Err(err!(
-                InvalidArgument,
-                "{} bytes given for a blob of {} bytes",
-                src.len(),
-                dst.len()
-            ));
-        }
-        par_copy(dst, src);
-        Ok(())
+        // A few bytes are copied under the storage lock, larger ones under
+        // a registered borrow (see `with_write`).
+        self.with_write(|w| {
+            let dst = w.bytes_mut();
+            if dst.len() != src.len() {
+                return Err(err!(
+                    InvalidArgument,
+                    "{} bytes given for a blob of {} bytes",
+                    src.len(),
+                    dst.len()
+                ));
+            }
+            par_copy(dst, src);
+            Ok(())
+        })?
     }
 
     /// Copies elements from strided host memory (a DLPack tensor, a NumPy
