@@ -9,7 +9,14 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
-static OBJECTS: PyOnceLock<Vec<Py<PyAny>>> = PyOnceLock::new();
+/// The dtype objects of `DType::ALL`, in its order, and their scalar
+/// types (`numpy.float32` ...; None for the markers of a missing ml_dtypes).
+struct Objects {
+    dtypes: Vec<Py<PyAny>>,
+    types: Vec<Option<Py<PyAny>>>,
+}
+
+static OBJECTS: PyOnceLock<Objects> = PyOnceLock::new();
 
 /// The name of `d`'s object in the `blobcore` module (`bool_` for bool,
 /// as NumPy spells its scalar type; the dtype's name otherwise).
@@ -36,27 +43,30 @@ pub fn ml_by_name(name: &str) -> Option<DType> {
 /// The Python object for `d` (`numpy.dtype("float32")` ...).
 pub fn to_py(py: Python<'_>, d: DType) -> PyResult<Bound<'_, PyAny>> {
     let i = DType::ALL.iter().position(|x| *x == d).unwrap_or(0);
-    Ok(objects(py)?[i].bind(py).clone())
+    Ok(objects(py)?.dtypes[i].bind(py).clone())
 }
 
-/// The objects of `DType::ALL`, in its order.
-fn objects(py: Python<'_>) -> PyResult<&[Py<PyAny>]> {
-    let v = OBJECTS.get_or_try_init(py, || -> PyResult<Vec<Py<PyAny>>> {
+fn objects(py: Python<'_>) -> PyResult<&Objects> {
+    OBJECTS.get_or_try_init(py, || -> PyResult<Objects> {
         let m = py.import("blobcore._dtypes")?;
-        DType::ALL.iter().map(|d| m.getattr(attr_name(*d)).map(Bound::unbind)).collect()
-    })?;
-    Ok(v)
+        let dtypes = DType::ALL.iter().map(|d| m.getattr(attr_name(*d)).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
+        let types = dtypes.iter().map(|o| o.bind(py).getattr("type").ok().map(Bound::unbind)).collect();
+        Ok(Objects { dtypes, types })
+    })
 }
 
-/// The dtype whose object (`bc.float32` ...) `obj` is, by identity.
+/// The dtype whose object (`bc.float32` ...) or scalar type
+/// (`numpy.float32`, `ml_dtypes.bfloat16`) `obj` is, by identity.
 /// NumPy's builtin dtypes (native byte order) and ml_dtypes' are
 /// singletons, so this answers for the arrays and dtype arguments users
-/// pass without asking the dtype's `name` (a Python-level getter in
+/// pass without asking NumPy (`dtype.name` is a Python-level getter in
 /// NumPy 2: microseconds a call). None for anything else (an equal dtype
 /// that is another object, byte-swapped, unpickled ...): callers then go
 /// by name.
 pub fn by_identity(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
-    let found = objects(py)?.iter().position(|o| o.bind(py).is(obj));
+    let o = objects(py)?;
+    let found = o.dtypes.iter().position(|d| d.bind(py).is(obj))
+        .or_else(|| o.types.iter().position(|t| t.as_ref().is_some_and(|t| t.bind(py).is(obj))));
     Ok(found.map(|i| DType::ALL[i]))
 }
 
@@ -68,17 +78,14 @@ pub fn from_py(obj: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
         return Ok(DType::F32);
     }
     let py = obj.py();
-    // NumPy's and ml_dtypes' dtype objects, and `numpy.dtype(T)` of a
-    // scalar type (`dtype=numpy.float32`), found by identity.
+    // NumPy's and ml_dtypes' dtype objects and scalar types found by
+    // identity, and blobcore's own names as they are (each is the name
+    // NumPy gives its dtype).
     if let Some(d) = by_identity(py, obj)? {
         return Ok(d);
     }
-    if obj.is_instance_of::<pyo3::types::PyType>() {
-        if let Ok(dt) = py.import("numpy")?.getattr("dtype")?.call1((obj,)) {
-            if let Some(d) = by_identity(py, &dt)? {
-                return Ok(d);
-            }
-        }
+    if let Some(d) = obj.cast::<PyString>().ok().and_then(|s| s.to_str().ok().and_then(DType::from_name)) {
+        return Ok(d);
     }
     let ml_name = || -> PyResult<Option<String>> {
         if !obj.hasattr("name")? {
