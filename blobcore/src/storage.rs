@@ -1,8 +1,9 @@
 //! `Storage`: Caffe's SyncedMemory made safe.
 //!
 //! - Allocation is lazy: nothing is allocated until the first access, and
-//!   the first access sees zeros. Large allocations are anonymous memory
-//!   maps, so pages that are never touched cost no resident memory.
+//!   the first access sees zeros. Allocations of 1 MiB and up are
+//!   anonymous memory maps, so pages that are never touched cost no
+//!   resident memory; smaller ones are heap blocks (zeroed when allocated).
 //! - Host memory is 64-byte aligned, and page-aligned from one page up.
 //! - The head records which side holds current data (Caffe's states). A
 //!   CPU-engine storage only ever has the host side; the GPU engine adds a
@@ -28,8 +29,13 @@ pub const ALIGN: usize = 64;
 /// The alignment heap blocks are requested with (the System allocator's
 /// own on x86_64 and aarch64, so they come from malloc/calloc).
 const HEAP_ALIGN: usize = 16;
-/// Allocations of at least this many bytes are page-aligned memory maps.
+/// Allocations of at least this many bytes are page-aligned.
 pub const PAGE: usize = 4096;
+/// Allocations of at least this many bytes are anonymous memory maps,
+/// zeroed by the kernel page by page on first touch; smaller ones are heap
+/// blocks (a map costs a system call, a fault per page and an unmap:
+/// microseconds, ten times a 1,000-element cast).
+pub const MAP_BYTES: usize = 1 << 20;
 /// Maps of at least this many bytes ask for transparent huge pages.
 pub const HUGE_PAGE: usize = 2 << 20;
 
@@ -65,10 +71,11 @@ pub type ReleaseFn = Box<dyn FnOnce() + Send>;
 enum HostMem {
     /// Not yet allocated.
     None,
-    /// A zeroed heap block (below one page): `ptr`, 64-byte aligned, is
-    /// inside the block `base` allocated with `layout`.
+    /// A heap block (below [`MAP_BYTES`]): `ptr`, 64-byte aligned and
+    /// page-aligned from one page up, is inside the block `base`
+    /// allocated with `layout`.
     Heap { ptr: NonNull<u8>, base: NonNull<u8>, layout: Layout },
-    /// A page-aligned anonymous map (one page and up).
+    /// A page-aligned anonymous map ([`MAP_BYTES`] and up).
     Mapped(memmap2::MmapMut),
     /// Memory owned by someone else.
     External { ptr: NonNull<u8>, release: Option<ReleaseFn> },
@@ -372,7 +379,7 @@ impl Storage {
     /// Host memory of `len` bytes at [`ALIGN`], reading as zeros when
     /// `zeroed` (else its caller writes every byte before anyone reads).
     fn allocate(len: usize, zeroed: bool) -> Result<HostMem> {
-        if len >= PAGE {
+        if len >= MAP_BYTES {
             // Anonymous maps are zero-filled by the kernel page by page on
             // first touch, so untouched pages cost no resident memory.
             let map = memmap2::MmapMut::map_anon(len)
@@ -393,20 +400,27 @@ impl Storage {
             // cache that `free` fills, so every calloc and free of a small
             // blob took the allocator's slow paths (about a tenth of
             // `s.copy()` from Python).
-            let layout = Layout::from_size_align(len.max(1) + (ALIGN - HEAP_ALIGN), HEAP_ALIGN)
-                .map_err(|e| err!(OutOfMemory, "bad layout for {len} bytes: {e}"))?;
+            // From one page up the allocator's own aligned allocation
+            // (page-aligned, as maps are).
+            let (layout, align) = if len >= PAGE {
+                (Layout::from_size_align(len, PAGE), PAGE)
+            } else {
+                (Layout::from_size_align(len.max(1) + (ALIGN - HEAP_ALIGN), HEAP_ALIGN), ALIGN)
+            };
+            let layout = layout.map_err(|e| err!(OutOfMemory, "bad layout for {len} bytes: {e}"))?;
             // SAFETY: the layout has a non-zero size.
             let base = NonNull::new(unsafe { alloc::alloc(layout) })
                 .ok_or_else(|| err!(OutOfMemory, "cannot allocate {len} bytes"))?;
-            let skip = base.as_ptr().align_offset(ALIGN);
-            if skip > ALIGN - HEAP_ALIGN {
-                // Cannot happen for a HEAP_ALIGN-aligned block; checked so
-                // that `ptr` below stays inside it whatever the allocator does.
+            let skip = base.as_ptr().align_offset(align);
+            if skip > layout.size() - len {
+                // Cannot happen for a block of the layout's alignment;
+                // checked so that `ptr` below stays inside it whatever the
+                // allocator does.
                 // SAFETY: allocated just above with this layout.
                 unsafe { alloc::dealloc(base.as_ptr(), layout) };
-                return Err(err!(Internal, "the allocator returned a block not {HEAP_ALIGN}-byte aligned"));
+                return Err(err!(Internal, "the allocator returned a block not {}-byte aligned", layout.align()));
             }
-            // SAFETY: skip <= ALIGN - HEAP_ALIGN, so ptr..ptr+len lies in the block.
+            // SAFETY: skip + len <= layout.size(), so ptr..ptr+len lies in the block.
             let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(skip)) };
             if zeroed {
                 // SAFETY: ptr..ptr+len lies in the block just allocated
@@ -879,7 +893,7 @@ mod tests {
 
     #[test]
     fn lazy_zeroed_and_aligned() {
-        for len in [0usize, 1, 100, 4095, 4096, 1 << 20] {
+        for len in [0usize, 1, 100, 4095, 4096, 8193, MAP_BYTES - 1, MAP_BYTES, 1 << 21] {
             let s = Storage::lazy(len);
             assert_eq!(s.head(), Head::Uninitialized);
             assert!(!s.is_host_allocated());
@@ -892,6 +906,35 @@ mod tests {
             // SAFETY: p is valid for len bytes.
             let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), len) };
             assert!(bytes.iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    fn reused_heap_blocks_read_as_zeros() {
+        // Heap blocks come back from the allocator dirty: a storage over
+        // one a dropped storage filled must still read as zeros, and a
+        // copy must hold exactly its bytes.
+        for len in [1usize, 64, 100, 4095, 4096, 8193, 100_000, MAP_BYTES - 1] {
+            for _ in 0..3 {
+                let dirty = Storage::lazy(len);
+                let p = dirty.host_write().unwrap();
+                // SAFETY: p is valid for len bytes, written only here.
+                unsafe { std::ptr::write_bytes(p.as_ptr(), 0xA5, len) };
+                drop(dirty);
+                let s = Storage::lazy(len);
+                let q = s.host_read().unwrap();
+                // SAFETY: q is valid for len bytes.
+                let bytes = unsafe { std::slice::from_raw_parts(q.as_ptr(), len) };
+                assert!(bytes.iter().all(|&b| b == 0), "len {len}");
+                let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+                let c = Storage::host_copy_on(&src, None).unwrap();
+                let r = c.host_read().unwrap();
+                // SAFETY: r is valid for len bytes.
+                assert_eq!(unsafe { std::slice::from_raw_parts(r.as_ptr(), len) }, &src[..], "len {len}");
+                if len >= PAGE {
+                    assert_eq!(r.as_ptr() as usize % PAGE, 0);
+                }
+            }
         }
     }
 
