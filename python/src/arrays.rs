@@ -218,6 +218,19 @@ pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> 
 /// NumPy converts and broadcasts it; axes in `flipped` are reversed (the
 /// view runs forwards over a negative-step key).
 pub fn assigned_value(py: Python<'_>, value: &Bound<'_, PyAny>, view: &Blob) -> PyResult<Blob> {
+    // An ndarray of the view's dtype and dims is what `asarray` and
+    // `broadcast_to` would return (`broadcast_to` is Python code:
+    // microseconds): copied as it is.
+    if value.get_type().is(ndarray_type(py)?) {
+        if let Some(dt) = dtype_attr(value)? {
+            if crate::dtypes::by_identity(py, &dt)? == Some(view.dtype()) {
+                let dims: Vec<usize> = value.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+                if dims == view.dims() {
+                    return copy_array(py, value, view.engine());
+                }
+            }
+        }
+    }
     let np = py.import("numpy")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("dtype", numpy_dtype(py, view.dtype())?)?;

@@ -223,6 +223,35 @@ def test_setitem_matches_numpy(ak, value):
     assert np.array_equal(np.asarray(b), ref)
 
 
+@SETTINGS
+@given(array_and_key(for_set=True), st.sampled_from(["same", "other_dtype", "broadcast", "strided", "own_memory"]))
+def test_setitem_of_arrays_matches_numpy(ak, kind):
+    # Arrays assigned into a view: of the view's dtype and dims (copied as
+    # they are), of another dtype, broadcast, strided, and reaching the
+    # blob's own memory through NumPy (reversed, so the two overlap).
+    a, key = ak
+    b = bc.Blob.from_numpy(a)
+    ref = a.copy()
+    shape = ref[key].shape
+    n = int(np.prod(shape))
+    base = (np.arange(n, dtype=np.float64) % 50 + 1).reshape(shape)
+    if kind == "own_memory" and shape:
+        ref[key] = ref[key][::-1]
+        b[key] = np.asarray(b)[key][::-1]
+    else:
+        if kind == "other_dtype":
+            v = base.astype(np.float64 if a.dtype != np.float64 else np.int32)
+        elif kind == "broadcast" and shape:
+            v = (np.arange(shape[-1]) % 50 + 1).astype(a.dtype)
+        elif kind == "strided":
+            v = np.stack([base, base + 1], axis=-1).astype(a.dtype)[..., 1]
+        else:
+            v = base.astype(a.dtype)
+        ref[key] = v
+        b[key] = v
+    assert np.array_equal(np.asarray(b), ref)
+
+
 # ------------------------------------------------- merge, split, permutes
 
 @st.composite
