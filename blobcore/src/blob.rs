@@ -353,22 +353,38 @@ impl Blob {
     /// A copy of a small dense blob made in one step: its bytes are copied
     /// under its storage lock straight into a new storage, which never
     /// goes through the lazy, zeroed state (`None` when the blob is not
-    /// dense or not small: [`Blob::copy`] takes the general path).
+    /// dense or not small: [`Blob::copy`] takes another path).
     pub(crate) fn small_dense_copy(&self) -> Result<Option<Blob>> {
         let (st, start, len) = match self.dense_bytes() {
             Ok(d) if d.2 <= SMALL_BYTES => d,
             _ => return Ok(None),
         };
+        // SAFETY: the `len` bytes from `start` lie inside the locked range,
+        // and `fill` writes exactly the `len` new bytes.
+        let out = unsafe { self.copy_locked(st, start, start + len, len, |base, dst| std::ptr::copy_nonoverlapping(base.add(start), dst, len)) };
+        out.map(Some)
+    }
+
+    /// A new dense blob with this blob's shape, dtype and engine, whose
+    /// `len` bytes `fill` writes (given the storage's base and the new
+    /// bytes) while the storage lock keeps writers off the bytes
+    /// `[start, end)` of the storage `st` names: the small copies of
+    /// [`Blob::copy`]. `st` is released once the copy is made.
+    ///
+    /// # Safety
+    /// `len` is the shape's size in bytes; `fill` reads only inside
+    /// `[start, end)` from the base and writes every one of the `len` new
+    /// bytes and nothing else.
+    pub(crate) unsafe fn copy_locked(&self, st: StateRef<'_>, start: usize, end: usize, len: usize, fill: impl FnOnce(*const u8, *mut u8)) -> Result<Blob> {
         let gpu = self.inner.engine.gpu_device().cloned();
-        let storage = st.storage.with_locked(start, start + len, false, |base| {
-            // SAFETY: start + len <= storage.len() (checked by with_locked),
-            // and the lock keeps writers out while the bytes are copied.
-            let src = unsafe { std::slice::from_raw_parts(base.as_ptr().add(start), len) };
-            Storage::host_copy_on(src, gpu)
+        let storage = st.storage.with_locked(start, end, false, |base| {
+            // SAFETY: with_locked checked `end <= storage.len()`; the caller's
+            // contract keeps `fill` inside the bytes it may touch.
+            unsafe { Storage::host_filled_on(len, gpu, |dst| fill(base.as_ptr(), dst)) }
         })??;
         let state = State { capacity: st.shape.count(), shape: st.shape.clone(), storage, offset: 0, view: None, placement: Placement::Dense };
         drop(st);
-        Ok(Some(Blob::from_parts(&self.inner.engine, self.inner.dtype, state, false)))
+        Ok(Blob::from_parts(&self.inner.engine, self.inner.dtype, state, false))
     }
 
     /// Runs `f` with shared access to all of the blob's elements (as

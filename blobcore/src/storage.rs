@@ -229,22 +229,25 @@ impl Storage {
         Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
     }
 
-    /// A storage holding a copy of `bytes` on the host (a small blob's
-    /// copy: one allocation, no lazy step, no second lock), with the head
-    /// at the host; a device copy on `gpu` is made on first device use.
-    pub(crate) fn host_copy_on(bytes: &[u8], gpu: Option<Arc<Gpu>>) -> Result<Arc<Storage>> {
-        let len = bytes.len();
-        // Not zeroed: every byte is written just below.
+    /// A storage of `len` host bytes that `fill` writes, given their
+    /// address, before anyone else can see them (a small blob's copy: one
+    /// allocation, no lazy step, no second lock), with the head at the
+    /// host; a device copy on `gpu` is made on first device use.
+    ///
+    /// # Safety
+    /// `fill` must write every one of the `len` bytes at the address it is
+    /// given (they are not zeroed first) and nothing outside them.
+    pub(crate) unsafe fn host_filled_on(len: usize, gpu: Option<Arc<Gpu>>, fill: impl FnOnce(*mut u8)) -> Result<Arc<Storage>> {
+        // Not zeroed: `fill` writes every byte.
         let mut host = Storage::allocate(len, false)?;
         let p = match &mut host {
             HostMem::Heap { ptr, .. } => *ptr,
             HostMem::Mapped(m) => NonNull::new(m.as_mut_ptr()).ok_or_else(|| err!(Internal, "memory map returned null"))?,
             _ => return Err(err!(Internal, "a fresh allocation is neither a heap block nor a map")),
         };
-        // SAFETY: `p` addresses `len` writable bytes just allocated (an
-        // allocation is never shorter than asked for), which `bytes`
-        // cannot overlap.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.as_ptr(), len) };
+        // `p` addresses `len` writable bytes just allocated (an allocation
+        // is never shorter than asked for); the caller's contract does the rest.
+        fill(p.as_ptr());
         Ok(Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
     }
 
@@ -927,7 +930,8 @@ mod tests {
                 let bytes = unsafe { std::slice::from_raw_parts(q.as_ptr(), len) };
                 assert!(bytes.iter().all(|&b| b == 0), "len {len}");
                 let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-                let c = Storage::host_copy_on(&src, None).unwrap();
+                // SAFETY: fill writes exactly the len new bytes, from `src`.
+                let c = unsafe { Storage::host_filled_on(len, None, |p| std::ptr::copy_nonoverlapping(src.as_ptr(), p, len)) }.unwrap();
                 let r = c.host_read().unwrap();
                 // SAFETY: r is valid for len bytes.
                 assert_eq!(unsafe { std::slice::from_raw_parts(r.as_ptr(), len) }, &src[..], "len {len}");

@@ -702,6 +702,17 @@ fn copy_case<T: Element>(n: usize, row: usize, door: u8) {
             let v = b.index(&[Index::At(row as i64 % 3), Index::Range { start: None, stop: None, step: Some(2) }]).unwrap();
             (v, vals[(row % 3) * n..(row % 3 + 1) * n].iter().copied().step_by(2).collect())
         }
+        // Rows reversed, every k-th column from the last, transposed
+        // (`b[::-1, ::-k].T`): a strided view whose axes all differ from
+        // the copy's (the one-step gather when small, the planar reorder
+        // when not).
+        4 => {
+            let k = row as i64 % 3 + 1;
+            let r = |step| Index::Range { start: None, stop: None, step: Some(step) };
+            let v = b.index(&[r(-1), r(-k)]).unwrap().reversed_view().unwrap();
+            let cols: Vec<usize> = (0..n).rev().step_by(k as usize).collect();
+            (v, cols.iter().flat_map(|&j| (0..3).rev().map(move |i| (i, j))).map(|(i, j)| vals[i * n + j]).collect())
+        }
         // Read-only wrapped memory: the copy is the caller's, writable.
         2 => {
             let e = b.export_for(false).unwrap();
@@ -733,12 +744,13 @@ proptest! {
 
     /// Copies of small blobs (the one-step path, heap and page-sized
     /// memory) and of larger ones (the general path), through a view, a
-    /// strided view, a read-only alias and untouched memory.
+    /// strided view, a reversed and transposed one, a read-only alias and
+    /// untouched memory.
     #[test]
     fn copies_equal_their_source_and_own_their_memory(
         bytes in prop_oneof![0usize..4096, 4096usize..(16 << 10), (16usize << 10)..(40 << 10)],
         row in 0usize..3,
-        door in 0u8..4,
+        door in 0u8..5,
         dtype in 0usize..5,
     ) {
         macro_rules! case { ($t:ty) => { copy_case::<$t>((bytes / std::mem::size_of::<$t>()).max(1), row, door) } }

@@ -600,7 +600,7 @@ def test_fills_equal_numpy_through_every_door(tier, extra, value, dtype, door):
     n=st.one_of(st.integers(1, 1024), st.integers(1024, 12_000)),
     dtype=st.sampled_from(DTYPES),
     row=st.integers(0, 2),
-    door=st.sampled_from(["blob", "row", "strided", "numpy", "dlpack", "pickle", "read-only"]),
+    door=st.sampled_from(["blob", "row", "strided", "reversed-T", "numpy", "dlpack", "pickle", "read-only"]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_copies_equal_numpy_and_own_their_memory(n, dtype, row, door, seed):
@@ -615,6 +615,8 @@ def test_copies_equal_numpy_and_own_their_memory(n, dtype, row, door, seed):
         src, want = base[row], a[row].copy()
     elif door == "strided":
         src, want = base[row, ::2], a[row, ::2].copy()
+    elif door == "reversed-T":
+        src, want = base[::-1, ::-(row + 1)].T, a[::-1, ::-(row + 1)].T.copy()
     elif door == "numpy":
         src, want = bc.Blob.from_numpy(a, copy=False), a.copy()
     elif door == "dlpack":

@@ -1,6 +1,7 @@
 //! Copies: between blobs, to and from host memory, and to and from ndarray.
 
-use crate::blob::Blob;
+use crate::axes::{axes_filled, Axes};
+use crate::blob::{Blob, SMALL_BYTES};
 use crate::dtype::{DType, Element};
 use crate::engine::Engine;
 use crate::error::{err, Result};
@@ -90,10 +91,44 @@ impl Blob {
             if let Some(out) = self.small_dense_copy()? {
                 return Ok(out);
             }
+            if let Some(out) = self.small_strided_copy()? {
+                return Ok(out);
+            }
         }
         let out = self.clone_zeroed()?;
         out.copy_from(self)?;
         Ok(out)
+    }
+
+    /// A copy of a small strided view (`b.T`, `b[::2, 1]`) made in one
+    /// step: its elements are gathered under its storage lock straight
+    /// into a new dense storage, without the reorder planner's descs and
+    /// borrows (`None` for other layouts, large or empty views:
+    /// [`Blob::copy`] takes the general path).
+    fn small_strided_copy(&self) -> Result<Option<Blob>> {
+        let st = self.state();
+        let Some((strides, origin, span)) = st.placement.plain_strides(st.shape.dims()) else {
+            return Ok(None);
+        };
+        let es = self.dtype().size();
+        let (count, dims) = (st.shape.count(), st.shape.dims());
+        let len = count * es;
+        if len > SMALL_BYTES || count == 0 {
+            return Ok(None);
+        }
+        // The view's span was checked against its storage when it was made.
+        let start = st.offset * es;
+        let (from, end) = (start + origin * es, start + span * es);
+        let dense: Axes<isize> = axes_filled(dims.len(), |s| crate::layout::fill_row_major_strides(dims, 1, s));
+        let axes = normalise(dims.iter().zip(dense.iter().zip(&strides)).map(|(&n, (&ds, &ss))| Axis { n, ds, ss }).collect());
+        // SAFETY: `len` is the shape's size in bytes; every index of the
+        // axes is a logical index of the view, whose elements lie in
+        // `[start, end)` from the storage's base (element 0 at `from`), and
+        // row-major strides over the new bytes reach each of them once.
+        let out = unsafe {
+            self.copy_locked(st, start, end, len, |base, dst| strided::copy(es, &axes, dst, base.add(from), false))
+        };
+        out.map(Some)
     }
 
     /// NeoML `GetClone`: a new blob with the same dims, dtype and engine,

@@ -10,6 +10,7 @@
 //! small square tiles so that reads and writes both stay in cache. Large
 //! copies are split across threads along the outermost axis.
 
+use crate::axes::Axes;
 use crate::blob::Blob;
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::{err, Result};
@@ -175,6 +176,52 @@ fn side(b: &Blob, exclusive: bool) -> Result<Side> {
     Ok(Side { _borrow: borrow, base: ptr.as_ptr() as usize + start + x.rel * es, layouts: x.layouts, dims: x.dims })
 }
 
+/// A dense or strided blob's elements, read under one state lock: what
+/// a reorder between two such blobs needs, without building their descs
+/// or a plan (the per-call path of `b.T.copy()` and strided assignment).
+struct Planar {
+    storage: Arc<crate::storage::Storage>,
+    /// The base, in elements from the storage's start.
+    offset: usize,
+    /// Element 0's offset from the base.
+    origin: usize,
+    /// Elements of memory from the base.
+    span: usize,
+    dims: Axes<usize>,
+    strides: Axes<isize>,
+}
+
+impl Planar {
+    /// None for layouts with blocks, padding or regions (the general path).
+    fn of(b: &Blob) -> Option<Planar> {
+        let st = b.state();
+        let (strides, origin, span) = st.placement.plain_strides(st.shape.dims())?;
+        Some(Planar { storage: Arc::clone(&st.storage), offset: st.offset, origin, span, dims: st.shape.dims().iter().copied().collect(), strides })
+    }
+
+    /// Copies `src`'s elements (elements of `es` bytes) into these, which
+    /// the caller has made apart from them ([`source_for`]).
+    fn copy_from(self, src: &Planar, es: usize) -> Result<()> {
+        // The dims checked by the caller may have changed since (another
+        // thread's reshape): these are the snapshots the borrows cover.
+        same_dims(&self.dims, &src.dims)?;
+        let axes = normalise(self.dims.iter().zip(self.strides.iter().zip(&src.strides)).map(|(&n, (&ds, &ss))| Axis { n, ds, ss }).collect());
+        let (_s, sp) = Arc::clone(&src.storage).acquire(src.offset * es, (src.offset + src.span) * es, false, false)?;
+        let (_d, dp) = Arc::clone(&self.storage).acquire(self.offset * es, (self.offset + self.span) * es, true, true)?;
+        let parallel = self.dims.iter().product::<usize>() * es >= PARALLEL_BYTES;
+        // SAFETY: every index of the axes is a logical index of both blobs,
+        // whose elements lie inside the spans borrowed above (exclusive for
+        // the destination, shared for the source, apart); a dense or
+        // strided view maps distinct indices to distinct elements; bases
+        // are element-aligned.
+        unsafe {
+            let (d, s) = (dp.as_ptr().add((self.offset + self.origin) * es), sp.as_ptr().add((src.offset + src.origin) * es));
+            strided::copy(es, &axes, d, s, parallel);
+        }
+        Ok(())
+    }
+}
+
 impl Blob {
     /// Copies `src` into this blob, converting between any two layouts of
     /// the same logical dims and dtype (NCHW, NHWC, channel-blocked,
@@ -219,6 +266,9 @@ impl Blob {
             if gpu::copies(&g, dx.region(self.dtype())?, sx.region(src.dtype())?, &parts)? {
                 return Ok(());
             }
+        }
+        if let (Some(d), Some(s)) = (Planar::of(self), Planar::of(src)) {
+            return d.copy_from(&s, es);
         }
         let s = side(src, false)?;
         let d = side(self, true)?;
