@@ -83,8 +83,8 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
     // Scratch for packed 4-byte tiles (see `simd::tile_f32`), allocated once
     // per task; only what a tile writes into it is read back.
     let mut scratch: Vec<u32> = Vec::new();
-    if es == 4 && matches!(n.kind, Body::Tile { .. }) {
-        scratch.reserve_exact(3 * PACK_FLOATS);
+    if let (4, Body::Tile { j, i, c, ei, ej, ec, .. }) = (es, n.kind) {
+        scratch.reserve_exact(scratch_floats(j.n.min(ej), i.n.min(ei), c.n.min(ec), j.ss));
     }
     for _ in lo..hi {
         let (d, s) = (dst.wrapping_add_signed(od * es_i), src.wrapping_add_signed(os * es_i));
@@ -143,6 +143,20 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
     #[cfg(target_arch = "x86_64")]
     if stream {
         simd::fence();
+    }
+}
+
+/// 4-byte elements of scratch for the packed transposes of a nest's
+/// tiles of up to `j` destination rows, `i` source rows and `c` batch
+/// steps, the destination's rows `sj` elements apart in the source
+/// (`simd::packed_scratch`), at most `3 * PACK_FLOATS`.
+fn scratch_floats(j: usize, i: usize, c: usize, sj: isize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return simd::packed_scratch(j, i, c, sj.unsigned_abs()).min(3 * PACK_FLOATS);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (j, i, c, sj);
+        0 // the scalar tiles use none
     }
 }
 

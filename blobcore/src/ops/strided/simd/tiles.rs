@@ -12,6 +12,36 @@ use std::arch::x86_64::*;
 /// With `stream`, whole 64-byte destination lines are written with
 /// non-temporal stores (no read for ownership) where aligned.
 ///
+/// The packed form's scratch for a tile of `j` destination rows, `i`
+/// source rows and `c` batch steps: the row stride of the copied source
+/// rows, that of the transposed rows, and the elements it needs in all
+/// (growing with each argument, so the largest tile of a nest bounds them).
+fn packed_layout(j: usize, i: usize, c: usize) -> (usize, usize, usize) {
+    let bs = i.next_multiple_of(8) + 8;
+    let rb = (c * j).next_multiple_of(16) + 16;
+    (bs, rb, j * c * bs + i * rb)
+}
+
+/// Whether [`tile_f32`] packs a tile of `j` destination rows of `i`
+/// source rows, the destination's rows `sj` elements apart in the source
+/// (given AVX and scratch enough).
+fn packs(j: usize, i: usize, sj: usize) -> bool {
+    j >= 16 && i >= 8 && sj * 4 >= PACK_STRIDE_BYTES
+}
+
+/// Elements of scratch [`tile_f32`] may use on the tiles of a nest, whose
+/// largest tile has `j` destination rows, `i` source rows and `c` batch
+/// steps, the destination's rows `sj` elements apart in the source: none
+/// when no tile can be packed (a small copy's tiles; a block of more than
+/// a KiB is one of glibc's slower requests), else the largest tile's need.
+pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
+    if has_avx() && packs(j, i, sj) {
+        packed_layout(j, i, c).2
+    } else {
+        0
+    }
+}
+
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
 #[allow(clippy::too_many_arguments)]
@@ -27,9 +57,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     // map to the same cache sets) are not re-read 32 bytes at a time.
     // The register transposes then write each destination row's part
     // of the tile (`c.n` runs of `j.n`) from start to end.
-    let bs = i.n.next_multiple_of(8) + 8;
-    let rb = (c.n * j.n).next_multiple_of(16) + 16;
-    let (na, nb) = (j.n * c.n * bs, i.n * rb);
+    let (bs, rb, need) = packed_layout(j.n, i.n, c.n);
     // Few short destination rows side by side (NCHW -> NHWC with C =
     // 2..8): an interleave of C source rows into one contiguous run.
     if has_avx2() && (2..=8).contains(&j.n) && di == j.n && (c.n == 1 || cd == i.n * di) && (c.n == 1 || cs == i.n) {
@@ -68,8 +96,8 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
         }
         return;
     }
-    if avx && j.n >= 16 && i.n >= 8 && sj * 4 >= PACK_STRIDE_BYTES && na + nb <= scratch.capacity() {
-        // SAFETY: forwarded; AVX present; the scratch holds na + nb.
+    if avx && packs(j.n, i.n, sj) && need <= scratch.capacity() {
+        // SAFETY: forwarded; AVX present; the scratch holds `need`.
         unsafe { packed(j, i, c, dst, src, next, stream, scratch.as_mut_ptr(), bs, rb) };
         return;
     }
