@@ -8,10 +8,6 @@ use super::stream::run;
 use crate::ops::strided::Axis;
 use std::arch::x86_64::*;
 
-/// `dst[a*i.ds + b] = src[a + b*j.ss]` for `a < i.n`, `b < j.n`.
-/// With `stream`, whole 64-byte destination lines are written with
-/// non-temporal stores (no read for ownership) where aligned.
-///
 /// The packed form's scratch for a tile of `j` destination rows, `i`
 /// source rows and `c` batch steps: the row stride of the copied source
 /// rows, that of the transposed rows, and the elements it needs in all
@@ -42,6 +38,10 @@ pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
     }
 }
 
+/// `dst[a*i.ds + b] = src[a + b*j.ss]` for `a < i.n`, `b < j.n`.
+/// With `stream`, whole 64-byte destination lines are written with
+/// non-temporal stores (no read for ownership) where aligned.
+///
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
 #[allow(clippy::too_many_arguments)]
