@@ -601,9 +601,10 @@ def test_fills_equal_numpy_through_every_door(tier, extra, value, dtype, door):
     dtype=st.sampled_from(DTYPES),
     row=st.integers(0, 2),
     door=st.sampled_from(["blob", "row", "strided", "reversed-T", "numpy", "dlpack", "pickle", "read-only"]),
+    flip=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_copies_equal_numpy_and_own_their_memory(n, dtype, row, door, seed):
+def test_copies_equal_numpy_and_own_their_memory(n, dtype, row, door, flip, seed):
     # b.copy() of blobs reached through every door (small ones take the
     # core's one-step copy, larger ones the general path): equal to
     # NumPy's copy to the bit, writable, and sharing nothing with the source.
@@ -629,6 +630,11 @@ def test_copies_equal_numpy_and_own_their_memory(n, dtype, row, door, seed):
         ro = a.copy()
         ro.flags.writeable = False
         src, want = bc.Blob.from_numpy(ro, copy=False), ro.copy()
+    if flip:
+        # The same memory, whichever door it came through, as a reversed
+        # (and for 2-D, transposed) strided view: the strided copy paths.
+        k = -(row + 1)
+        src, want = (src[::-1, ::k].T, want[::-1, ::k].T.copy()) if want.ndim == 2 else (src[::k], want[::k].copy())
     c = src.copy()
     got = np.asarray(c)
     assert same_bits(got, want)
