@@ -1,12 +1,11 @@
 //! Copies: between blobs, to and from host memory, and to and from ndarray.
 
-use crate::axes::{axes_filled, Axes};
 use crate::blob::{Blob, SMALL_BYTES};
 use crate::dtype::{DType, Element};
 use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::engine::cpu::PARALLEL_BYTES;
-use crate::ops::strided::{self, normalise, Axis};
+use crate::ops::strided;
 use crate::ops::{dst_src, gpu, par_copy, same_shape};
 use crate::overlap::Footprint;
 use crate::shape::Shape;
@@ -119,8 +118,7 @@ impl Blob {
         // The view's span was checked against its storage when it was made.
         let start = st.offset * es;
         let (from, end) = (start + origin * es, start + span * es);
-        let dense: Axes<isize> = axes_filled(dims.len(), |s| crate::layout::fill_row_major_strides(dims, 1, s));
-        let axes = normalise(dims.iter().zip(dense.iter().zip(&strides)).map(|(&n, (&ds, &ss))| Axis { n, ds, ss }).collect());
+        let axes = strided::gather_loops(dims, &strides);
         // SAFETY: `len` is the shape's size in bytes; every index of the
         // axes is a logical index of the view, whose elements lie in
         // `[start, end)` from the storage's base (element 0 at `from`), and
@@ -394,15 +392,14 @@ impl Blob {
         if (src as usize).is_multiple_of(es) {
             // The transposition engine: the blob's row-major loops against
             // the source's strides (either sign, element-aligned source).
-            let row_major = crate::layout::row_major_strides(&dims, 1);
-            let axes: Vec<Axis> = (0..rank).map(|k| Axis { n: dims[k], ds: row_major[k], ss: strides[k] }).collect();
+            let axes = strided::gather_loops(&dims, strides);
             let parallel = dst.len() >= PARALLEL_BYTES;
             // SAFETY: every index within the dims is readable at src by the
             // caller's contract and writable in `dst` (the blob's row-major
             // bytes, borrowed exclusively above); row-major strides give
             // distinct elements; both sides are element-aligned; the source
             // is the caller's memory, not this blob's borrowed bytes.
-            unsafe { strided::copy(es, &normalise(axes), dst.as_mut_ptr(), src, parallel) };
+            unsafe { strided::copy(es, &axes, dst.as_mut_ptr(), src, parallel) };
             return Ok(());
         }
         // A misaligned source: row by row.

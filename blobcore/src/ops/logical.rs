@@ -12,7 +12,7 @@
 use crate::blob::{Blob, HostRef};
 use crate::engine::cpu::PARALLEL_BYTES;
 use crate::error::Result;
-use crate::ops::strided::{self, normalise, Axis};
+use crate::ops::strided;
 use std::sync::Arc;
 
 impl Blob {
@@ -167,12 +167,11 @@ impl Piece {
             unsafe { std::ptr::copy_nonoverlapping(self.first as *const u8, buf.as_mut_ptr() as *mut u8, es) };
             return es;
         }
-        let dst_strides = crate::layout::row_major_strides(&self.dims, 1);
-        let axes: Vec<Axis> = (0..self.dims.len()).map(|k| Axis { n: self.dims[k], ds: dst_strides[k], ss: self.strides[k] }).collect();
+        let axes = strided::gather_loops(&self.dims, &self.strides);
         // SAFETY: the caller's promise for the source; the destination is
         // `bytes` <= the buffer's size of our own u64 buffer (aligned for
         // every element size), each element reached once.
-        unsafe { strided::copy(es, &normalise(axes), buf.as_mut_ptr() as *mut u8, self.first as *const u8, parallel && bytes >= PARALLEL_BYTES) };
+        unsafe { strided::copy(es, &axes, buf.as_mut_ptr() as *mut u8, self.first as *const u8, parallel && bytes >= PARALLEL_BYTES) };
         bytes
     }
 }

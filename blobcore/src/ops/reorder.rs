@@ -205,7 +205,7 @@ impl Planar {
         // The dims checked by the caller may have changed since (another
         // thread's reshape): these are the snapshots the borrows cover.
         same_dims(&self.dims, &src.dims)?;
-        let axes = normalise(self.dims.iter().zip(self.strides.iter().zip(&src.strides)).map(|(&n, (&ds, &ss))| Axis { n, ds, ss }).collect());
+        let axes = strided::loops(&self.dims, &self.strides, &src.strides);
         let (_s, sp) = Arc::clone(&src.storage).acquire(src.offset * es, (src.offset + src.span) * es, false, false)?;
         let (_d, dp) = Arc::clone(&self.storage).acquire(self.offset * es, (self.offset + self.span) * es, true, true)?;
         let parallel = self.dims.iter().product::<usize>() * es >= PARALLEL_BYTES;

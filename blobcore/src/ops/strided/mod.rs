@@ -68,6 +68,19 @@ pub(crate) fn normalise(mut axes: Vec<Axis>) -> Vec<Axis> {
     out
 }
 
+/// The normalised loops of a copy of `dims` elements at element strides
+/// `ds` in the destination and `ss` in the source (one per dim, in order).
+pub(crate) fn loops(dims: &[usize], ds: &[isize], ss: &[isize]) -> Vec<Axis> {
+    normalise(dims.iter().zip(ds.iter().zip(ss)).map(|(&n, (&ds, &ss))| Axis { n, ds, ss }).collect())
+}
+
+/// [`loops`] of a gather: `dims` elements at element strides `ss` into a
+/// dense row-major destination.
+pub(crate) fn gather_loops(dims: &[usize], ss: &[isize]) -> Vec<Axis> {
+    let ds: crate::axes::Axes<isize> = crate::axes::axes_filled(dims.len(), |s| crate::layout::fill_row_major_strides(dims, 1, s));
+    loops(dims, &ds, ss)
+}
+
 /// Bytes of work per parallel task.
 pub(crate) const TASK_BYTES: usize = 256 << 10;
 
