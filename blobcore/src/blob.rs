@@ -315,9 +315,12 @@ impl Region {
     }
 }
 
-/// Regions up to this many bytes are worked on under the storage lock
-/// without registering a borrow: the per-call fast path of small operations.
-pub(crate) const SMALL_BYTES: usize = 16 << 10;
+/// Regions up to this many bytes (16 KiB) are worked on under the storage
+/// lock without registering a borrow and on the calling thread: the
+/// per-call fast path of small operations. [`Blob::is_small`] compares
+/// with it; bindings use it to decide which work is short enough to do
+/// without letting go of their own lock (Python's GIL).
+pub const SMALL_BYTES: usize = 16 << 10;
 
 impl Blob {
     /// The state (read-locked) and the byte range of a dense blob's elements.
@@ -601,6 +604,31 @@ impl Blob {
         let b = Blob::tensor(engine, T::DTYPE, dims)?;
         b.copy_from_slice(data)?;
         Ok(b)
+    }
+
+    /// A dense blob of `dims` holding a copy of `bytes`: the elements in
+    /// row-major order and native byte order, exactly the shape's byte size
+    /// (any other length is an `InvalidArgument` error). What a binding
+    /// calls with a foreign array's memory: a small one is copied into
+    /// memory allocated for it before anyone can see the blob (one
+    /// allocation, no lock), a large one with the streamed copy.
+    pub fn from_bytes(engine: &Engine, dtype: DType, dims: &[usize], bytes: &[u8]) -> Result<Blob> {
+        let shape = Shape::new(dims)?;
+        let len = shape.byte_size(dtype)?;
+        if bytes.len() != len {
+            return Err(err!(InvalidArgument, "{} bytes given for a blob of {} bytes ({} {})", bytes.len(), len, shape, dtype.name()));
+        }
+        if len == 0 || len > SMALL_BYTES {
+            let b = Blob::new(engine, dtype, shape)?;
+            b.copy_from_bytes(bytes)?;
+            return Ok(b);
+        }
+        // SAFETY: `fill` writes exactly the `len` bytes it is given, from
+        // `bytes`, which holds `len` bytes (checked above) and cannot
+        // overlap memory allocated just now.
+        let storage = unsafe { Storage::host_filled_on(len, engine.gpu_device().cloned(), |dst| std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len)) }?;
+        let state = State { capacity: shape.count(), shape, storage, offset: 0, view: None, placement: Placement::Dense };
+        Ok(Blob::from_parts(engine, dtype, state, false))
     }
 
     /// Wraps memory the caller owns, without copying (Caffe `set_cpu_data`,

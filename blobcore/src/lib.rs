@@ -67,7 +67,7 @@ pub(crate) mod shared;
 pub mod storage;
 pub mod view;
 
-pub use blob::Blob;
+pub use blob::{Blob, SMALL_BYTES};
 pub use blob_map::{BlobMap, Entry};
 pub use buffer::{ReadGuard, WriteGuard};
 pub use boolean::Bool;

@@ -188,6 +188,11 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         INVALID_ARGUMENT, "", |f| f.a.copy_to_slice(&mut [0f32; 5]);
         INVALID_ARGUMENT, "23 bytes", |f| f.a.copy_from_bytes(&[0u8; 23]);
         INVALID_ARGUMENT, "", |f| f.a.copy_to_bytes(&mut [0u8; 25]);
+        INVALID_ARGUMENT, "23 bytes given", |f| Blob::from_bytes(&f.e, DType::F32, &[2, 3], &[0u8; 23]);
+        INVALID_ARGUMENT, "25 bytes given", |f| Blob::from_bytes(&f.e, DType::F32, &[2, 3], &[0u8; 25]);
+        INVALID_ARGUMENT, "8 bytes given", |f| Blob::from_bytes(&f.e, DType::F64, &[0], &[0u8; 8]);
+        SHAPE, "overflow", |f| Blob::from_bytes(&f.e, DType::F32, &[1 << 40, 1 << 40], &[]);
+        SHAPE, "rank 33", |f| Blob::from_bytes(&f.e, DType::F32, &[1; 33], &[0u8; 4]);
         DTYPE, "", |f| f.a.to_vec::<i32>();
         DTYPE, "", |f| f.b.to_vec::<f64>();
         DTYPE, "dtypes differ", |f| f.a.copy_from_caffe(&f.b, false, true);

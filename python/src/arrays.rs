@@ -190,6 +190,11 @@ pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> 
     // A C-contiguous ndarray is read through its buffer as it is (what
     // `asarray(order="C")` would return); anything else goes through NumPy.
     let direct = if array.get_type().is(ndarray_type(py)?) {
+        // A small one of blobcore's dtypes straight from its fields, under
+        // the GIL (no buffer export, no dtype lookup).
+        if let Some(b) = crate::npyapi::with_small_array(py, array, |dtype, dims, bytes| Blob::from_bytes(engine, dtype, dims, bytes))? {
+            return core(b);
+        }
         let (arr, ml) = carried(array)?;
         Some((Foreign::get(&arr, false)?, ml)).filter(|(buf, _)| buf.is_c_contiguous())
     } else {

@@ -124,3 +124,68 @@ pub fn pack(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<
     let raw = unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const u8, dtype.size()) };
     crate::errors::core(Scalar::from_bytes(dtype, raw)).map(Some)
 }
+
+/// The leading fields of NumPy's `PyArrayObject_fields`
+/// (numpy/ndarraytypes.h), the ones its inline accessors `PyArray_DATA`,
+/// `PyArray_NDIM`, `PyArray_DIMS`, `PyArray_DESCR` and `PyArray_FLAGS`
+/// read: a layout every compiled NumPy extension depends on, unchanged
+/// from NumPy 1.7 through 2.x.
+#[repr(C)]
+struct ArrayFields {
+    head: ffi::PyObject,
+    data: *const u8,
+    nd: c_int,
+    dimensions: *const isize,
+    strides: *const isize,
+    base: *mut ffi::PyObject,
+    descr: *mut ffi::PyObject,
+    flags: c_int,
+}
+
+/// `NPY_ARRAY_C_CONTIGUOUS`.
+const C_CONTIGUOUS: c_int = 0x0001;
+
+/// For an ndarray (exactly `numpy.ndarray`, checked by the caller) that is
+/// C-contiguous, holds at most [`blobcore::SMALL_BYTES`] and has one of
+/// blobcore's dtypes as NumPy's own dtype object (so native byte order,
+/// no metadata): `f(dtype, dims, bytes)` with its memory, read from the
+/// array's fields without a buffer export, and its result; None for any
+/// other array (the caller takes the buffer path) or without the API.
+/// The GIL stays held throughout, so the array cannot be resized or freed
+/// meanwhile (which is why only small arrays come here).
+pub fn with_small_array<R>(py: Python<'_>, array: &Bound<'_, PyAny>, f: impl FnOnce(DType, &[usize], &[u8]) -> R) -> PyResult<Option<R>> {
+    let Some(api) = api(py)? else { return Ok(None) };
+    // SAFETY: the caller checked that `array` is a numpy.ndarray, whose
+    // object starts with these fields; we hold a reference and the GIL,
+    // so they stay valid while read.
+    let fields = unsafe { &*(array.as_ptr() as *const ArrayFields) };
+    if fields.flags & C_CONTIGUOUS == 0 {
+        return Ok(None);
+    }
+    let Some(i) = api.descrs.iter().position(|d| d.as_ref().is_some_and(|d| d.as_ptr() == fields.descr)) else { return Ok(None) };
+    let dtype = DType::ALL[i];
+    let nd = usize::try_from(fields.nd).unwrap_or(usize::MAX);
+    if nd > blobcore::MAX_RANK {
+        return Ok(None);
+    }
+    let mut dims = [0usize; blobcore::MAX_RANK];
+    let mut bytes = dtype.size();
+    for (k, d) in dims[..nd].iter_mut().enumerate() {
+        // SAFETY: `dimensions` holds `nd` entries (NumPy's invariant).
+        let n = unsafe { *fields.dimensions.add(k) };
+        *d = usize::try_from(n).unwrap_or(usize::MAX);
+        bytes = bytes.saturating_mul(*d);
+    }
+    if bytes > blobcore::SMALL_BYTES {
+        return Ok(None);
+    }
+    let slice: &[u8] = if bytes == 0 || fields.data.is_null() {
+        &[]
+    } else {
+        // SAFETY: a C-contiguous array's `bytes` bytes start at `data`;
+        // the GIL held keeps them alive and unchanged (nothing here runs
+        // Python code) while `f` reads them.
+        unsafe { std::slice::from_raw_parts(fields.data, bytes) }
+    };
+    Ok(Some(f(dtype, &dims[..nd], slice)))
+}

@@ -595,6 +595,67 @@ def test_fills_equal_numpy_through_every_door(tier, extra, value, dtype, door):
         assert same_bits(np.from_dlpack(b), want)
 
 
+EVERY_DTYPE = DTYPES + [np.int16, np.uint16, np.uint32, np.uint64, np.bool_,
+                       ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e8m0fnu]
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+@SETTINGS
+@given(
+    dims=st.lists(st.integers(0, 9), min_size=0, max_size=4),
+    big=st.integers(0, 3),
+    dtype=st.sampled_from(EVERY_DTYPE),
+    layout=st.sampled_from(["c", "fortran", "strided", "reversed", "read-only", "subclass", "metadata", "big-endian", "unaligned"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_from_numpy_copies_hold_numpys_bytes_and_own_their_memory(dims, big, dtype, layout, seed):
+    # Blob.from_numpy(a) of arrays on either side of the 16 KiB line (small
+    # C-contiguous ones of blobcore's dtypes are read from the array's own
+    # fields, the rest through its buffer or NumPy), every dtype, every
+    # bit pattern: the bytes, dims and dtype NumPy holds, and memory of
+    # its own.
+    dims = dims + [1 + big * 700] if big else dims
+    size = int(np.prod(dims)) if dims else 1
+    raw = np.random.default_rng(seed).integers(0, 256, size * np.dtype(dtype).itemsize, dtype=np.uint8)
+    a = raw.view(dtype).reshape(dims)
+    if layout == "fortran":
+        a = np.asfortranarray(a)
+    elif layout == "strided":
+        a = np.repeat(a[..., None], 2, axis=-1)[..., 0]
+    elif layout == "reversed":
+        a = a[::-1] if a.ndim else a
+    elif layout == "read-only":
+        a.flags.writeable = False
+    elif layout == "subclass":
+        a = a.view(_Sub)
+    elif layout == "metadata":
+        a = a.view(np.dtype(dtype, metadata={"k": 1}))
+    elif layout == "unaligned":
+        buf = np.zeros(a.nbytes + 1, np.uint8)
+        a = np.frombuffer(buf.data, dtype=dtype, count=size, offset=1).reshape(dims)
+        a[...] = raw.view(dtype).reshape(dims)
+    elif layout == "big-endian":
+        if np.dtype(dtype).itemsize > 1 and np.dtype(dtype).kind in "iuf":
+            with pytest.raises(bc.DTypeError):
+                bc.Blob.from_numpy(a.astype(np.dtype(dtype).newbyteorder(">")))
+            return
+    b = bc.Blob.from_numpy(a)
+    assert b.shape == a.shape and b.dtype == np.dtype(dtype)
+    got = np.asarray(b)
+    want = np.ascontiguousarray(a)
+    assert got.tobytes() == want.tobytes()
+    assert got.flags.writeable
+    kept = want.copy()
+    b.fill(1)
+    assert a.tobytes() == kept.tobytes(), "writing the blob reached the array"
+    if a.flags.writeable and a.size:
+        a[...] = np.zeros((), dtype)
+        assert np.asarray(b).tobytes() == np.full(dims, 1, dtype).tobytes(), "writing the array reached the blob"
+
+
 @SETTINGS
 @given(
     n=st.one_of(st.integers(1, 1024), st.integers(1024, 12_000)),
