@@ -608,7 +608,7 @@ class _Sub(np.ndarray):
     dims=st.lists(st.integers(0, 9), min_size=0, max_size=4),
     big=st.integers(0, 3),
     dtype=st.sampled_from(EVERY_DTYPE),
-    layout=st.sampled_from(["c", "fortran", "strided", "reversed", "read-only", "subclass", "metadata", "big-endian", "unaligned"]),
+    layout=st.sampled_from(["c", "fortran", "strided", "reversed", "read-only", "subclass", "metadata", "big-endian", "unaligned", "blob-via-numpy", "blob-via-dlpack"]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_from_numpy_copies_hold_numpys_bytes_and_own_their_memory(dims, big, dtype, layout, seed):
@@ -637,6 +637,13 @@ def test_from_numpy_copies_hold_numpys_bytes_and_own_their_memory(dims, big, dty
         buf = np.zeros(a.nbytes + 1, np.uint8)
         a = np.frombuffer(buf.data, dtype=dtype, count=size, offset=1).reshape(dims)
         a[...] = raw.view(dtype).reshape(dims)
+    elif layout == "blob-via-numpy":
+        # A blob's own memory, reached through NumPy's buffer protocol.
+        a = np.asarray(bc.Blob.from_numpy(a))
+    elif layout == "blob-via-dlpack":
+        # ... and through DLPack (NumPy's has no bfloat16 or float8).
+        src = bc.Blob.from_numpy(a)
+        a = np.from_dlpack(src) if np.dtype(dtype).kind in "biuf" and np.dtype(dtype).itemsize > 1 or dtype in (np.uint8, np.int8, np.bool_) else np.asarray(src)
     elif layout == "big-endian":
         if np.dtype(dtype).itemsize > 1 and np.dtype(dtype).kind in "iuf":
             with pytest.raises(bc.DTypeError):
