@@ -1045,6 +1045,13 @@ impl Blob {
         self.state().storage.is_writable()
     }
 
+    /// `Ok` when the blob's memory may be written, else the `ReadOnly`
+    /// error every write into it returns (what bindings raise before
+    /// they convert a value for a read-only blob).
+    pub fn check_writable(&self) -> Result<()> {
+        self.state().storage.check_writable(true)
+    }
+
     /// Where the current data lives.
     pub fn head(&self) -> Head {
         self.state().storage.head()

@@ -115,8 +115,12 @@ impl Blob {
     /// language's rules); read-only blobs are `ReadOnly`. Nothing changes
     /// on error.
     pub fn set_element(&self, at: &[i64], value: &Scalar) -> Result<()> {
-        self.check_scalar(value)?;
+        self.check_scalar_dtype(value)?;
         let st = self.state();
+        // Read-only before out-of-range, as `check_scalar` orders them,
+        // read from the state already locked (one lock, not two: this is
+        // Python's `b[i, j] = v`).
+        st.storage.check_writable(true)?;
         let start = self.element_offset(&st, at)? * self.dtype().size();
         let bytes = value.bytes();
         st.storage.with_locked(start, start + bytes.len(), true, |base| {
@@ -143,11 +147,13 @@ impl Blob {
     }
 
     fn check_scalar(&self, value: &Scalar) -> Result<()> {
+        self.check_scalar_dtype(value)?;
+        self.check_writable()
+    }
+
+    fn check_scalar_dtype(&self, value: &Scalar) -> Result<()> {
         if value.dtype() != self.dtype() {
             return Err(err!(DType, "a {} scalar cannot be stored in a {} blob without a cast", value.dtype().name(), self.dtype().name()));
-        }
-        if !self.is_writable() {
-            return Err(err!(ReadOnly, "the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob"));
         }
         Ok(())
     }

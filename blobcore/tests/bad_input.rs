@@ -419,6 +419,10 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "without a cast", |f| f.a.set_element(&[0, 0], &Scalar::of(1i32));
         DTYPE, "without a cast", |f| f.b.fill_element(&Scalar::of(1f32));
         READ_ONLY, "read-only", |f| read_only(&f.e).set_element(&[0], &Scalar::of(9f32));
+        // Read-only is judged before the index (one lock for the check and the store).
+        READ_ONLY, "read-only", |f| read_only(&f.e).set_element(&[99], &Scalar::of(9f32));
+        READ_ONLY, "read-only", |f| read_only(&f.e).set_element(&[0, 0], &Scalar::of(9f32));
+        READ_ONLY, "read-only", |f| read_only(&f.e).check_writable();
         READ_ONLY, "read-only", |f| read_only(&f.e).fill_element(&Scalar::of(9f32));
         BUSY, "being written", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.write::<f32>()?; x.set_element(&[1], &Scalar::of(9f32)) };
         BUSY, "being written", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.write::<f32>()?; x.get_element(&[1]) };

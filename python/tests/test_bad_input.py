@@ -425,6 +425,10 @@ ROWS = [
     (lambda f: bc.asblob(np.zeros(3, np.float32)[::1].view()).__setitem__(3, 1.0), IndexError, ""),
     (lambda f: bc.asblob(READ_ONLY).__setitem__(0, 1.0), bc.ReadOnlyError, "read-only"),
     (lambda f: bc.asblob(READ_ONLY).__setitem__(slice(0, 2), 1.0), bc.ReadOnlyError, "read-only"),
+    # a read-only blob refuses before the index or the value is judged
+    (lambda f: bc.asblob(READ_ONLY).__setitem__(99, 1.0), bc.ReadOnlyError, "read-only"),
+    (lambda f: bc.asblob(READ_ONLY).__setitem__(0, 10**400), bc.ReadOnlyError, "read-only"),
+    (lambda f: bc.asblob(READ_ONLY).__setitem__(-99, 10**400), bc.ReadOnlyError, "read-only"),
     # NumPy scalars go through NumPy's own conversion; the index is checked first
     (lambda f: f.a.__setitem__((0, 0), np.void(b"ab")), ValueError, "sequence"),
     (lambda f: f.a.__setitem__((0, slice(None)), np.str_("x")), ValueError, "could not convert"),

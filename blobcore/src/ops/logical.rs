@@ -44,9 +44,7 @@ impl Blob {
         if self.is_dense() {
             return f(self);
         }
-        if !self.is_writable() {
-            return Err(crate::error::err!(ReadOnly, "the blob is read-only (it wraps memory lent read-only); copy() gives a writable blob"));
-        }
+        self.check_writable()?;
         let tmp = if fresh { self.clone_zeroed()? } else { self.copy()? };
         let r = f(&tmp)?;
         self.copy_from(&tmp)?;
