@@ -7,13 +7,12 @@ use crate::gil::run;
 use crate::handle::PyBlob;
 use crate::buffers::{BufferContext, Held, Mode};
 use crate::indexing::{self, Entries};
-use crate::dlpack;
 use crate::dtypes;
 use crate::npyapi;
 use crate::errors::{core, raise};
 use crate::exports::{self, Foreign};
 use blobcore::{Blob, Engine, Shape};
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -935,39 +934,8 @@ impl PyBlob {
         unsafe { exports::release_view(view) }
     }
 
-    /// DLPack export: a capsule sharing the blob's memory (``copy=True``
-    /// exports a copy). Versioned (DLPack 1.1) when ``max_version >= (1, 0)``.
-    /// A blob on a CUDA engine exports its device memory (``kDLCUDA``)
-    /// unless ``dl_device=(1, 0)`` asks for the host copy; ``stream``
-    /// follows the array API (None, 1, 2 or a stream handle: the engine's
-    /// queued kernels finish first; -1: no wait).
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
-    fn __dlpack__(
-        &self,
-        py: Python<'_>,
-        stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<(u32, u32)>,
-        dl_device: Option<(i32, i32)>,
-        copy: Option<bool>,
-    ) -> PyResult<Py<PyAny>> {
-        let stream: Option<i64> = match stream {
-            Some(s) if !s.is_none() => Some(s.extract().map_err(|_| PyTypeError::new_err("stream must be None or an int"))?),
-            _ => None,
-        };
-        let here = self.b.dlpack_device();
-        let target = dl_device.unwrap_or(here);
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        if target == dlpack::CPU_DEVICE {
-            if stream.is_some() && here == dlpack::CPU_DEVICE {
-                return Err(PyBufferError::new_err("stream must be None for a CPU blob"));
-            }
-            return dlpack::produce(py, &self.b, versioned, copy, None);
-        }
-        if target != here {
-            return Err(PyBufferError::new_err(format!("cannot export a blob on DLPack device {here:?} to device {target:?}")));
-        }
-        dlpack::produce(py, &self.b, versioned, copy, Some(stream))
-    }
+    // `__dlpack__` is installed on the type by `dlpack_call::install`
+    // (a vectorcall method with its own keyword parsing).
 
     /// DLPack 1.3's C exchange API: a capsule named
     /// ``"dlpack_exchange_api"`` holding a ``DLPackExchangeAPI`` table

@@ -8,6 +8,7 @@ mod arrays;
 mod blob;
 mod buffers;
 mod dlpack;
+mod dlpack_call;
 mod dtypes;
 mod engine;
 mod errors;
@@ -30,6 +31,7 @@ use pyo3::prelude::*;
 fn _blobcore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", blobcore::VERSION)?;
     m.add_class::<handle::PyBlob>()?;
+    dlpack_call::install(m.py())?;
     m.add_class::<blob::BlobIter>()?;
     m.add_class::<engine::PyEngine>()?;
     m.add_class::<engine::PyEngineStats>()?;

@@ -450,6 +450,13 @@ ROWS = [
     # DLPack device exchange: a CPU blob has no CUDA memory; streams are ints
     (lambda f: bc.Blob.vector(3, engine=bc.Engine.cpu()).__dlpack__(dl_device=(2, 0)), BufferError, "cannot export"),
     (lambda f: f.a.__dlpack__(stream="x"), TypeError, "stream"),
+    # __dlpack__ parses its own keywords (a vectorcall method)
+    (lambda f: f.a.__dlpack__(1), TypeError, "0 positional arguments"),
+    (lambda f: f.a.__dlpack__(versions=(1, 0)), TypeError, "unexpected keyword argument 'versions'"),
+    (lambda f: f.a.__dlpack__(max_version="1.0"), TypeError, "max_version"),
+    (lambda f: f.a.__dlpack__(max_version=(1, 0, 0)), TypeError, "max_version"),
+    (lambda f: f.a.__dlpack__(dl_device=1), TypeError, "dl_device"),
+    (lambda f: f.a.__dlpack__(copy=1), TypeError, "copy"),
     (lambda f: bc.Blob.vector(3, engine=bc.Engine.cpu()).__dlpack__(stream=1), BufferError, "stream must be none"),
     (lambda f: bc.from_dlpack(np.zeros(3, np.float32), device="cuda", engine=bc.Engine.cpu()), ValueError, "not supported"),
     (lambda f: bc.from_dlpack(np.zeros(3, np.float32), device=(2, 0), engine=bc.Engine.cpu()), ValueError, "not supported"),
