@@ -47,12 +47,17 @@ def per_call() -> None:
 
     def pair(ours_stmt: str, theirs_stmt: str, ours_g: dict, theirs_g: dict) -> tuple[float, float]:
         # The two sides alternate, repeat by repeat, so that both see the
-        # same phases of a noisy machine; the best of each is kept.
+        # same phases of a noisy machine; the best of each is kept. Many
+        # short repeats (21 of n/4 calls, a few ms each) rather than few
+        # long ones: on this VM's noisy phases a long repeat rarely runs
+        # undisturbed, and the best of 7 long ones moved ratios by a
+        # third from run to run.
+        k = n // 4
         t_ours, t_theirs = [], []
-        for _ in range(7):
-            t_ours.append(timeit.timeit(ours_stmt, number=n, globals=ours_g))
-            t_theirs.append(timeit.timeit(theirs_stmt, number=n, globals=theirs_g))
-        return min(t_ours) / n * 1e9, min(t_theirs) / n * 1e9
+        for _ in range(21):
+            t_ours.append(timeit.timeit(ours_stmt, number=k, globals=ours_g))
+            t_theirs.append(timeit.timeit(theirs_stmt, number=k, globals=theirs_g))
+        return min(t_ours) / k * 1e9, min(t_theirs) / k * 1e9
 
     blob_g = {"np": np, "bc": bc, "x": bc.Blob.from_numpy(a), "s": bc.Blob.from_numpy(a8)}
     array_g = {"np": np, "bc": bc, "x": a, "s": a8}
