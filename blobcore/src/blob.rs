@@ -599,11 +599,18 @@ impl Blob {
         self.dims() == other.dims() && (!with_dtype || self.dtype() == other.dtype())
     }
 
-    /// A blob holding a copy of `data` (length must equal the element count).
+    /// A blob holding a copy of `data` (length must equal the element
+    /// count; any other is an `InvalidArgument` error). Small blobs take
+    /// one allocation, filled before the blob exists ([`Blob::from_bytes`]).
     pub fn from_slice<T: Element>(engine: &Engine, dims: &[usize], data: &[T]) -> Result<Blob> {
-        let b = Blob::tensor(engine, T::DTYPE, dims)?;
-        b.copy_from_slice(data)?;
-        Ok(b)
+        let count = Shape::new(dims)?.count();
+        if data.len() != count {
+            return Err(err!(InvalidArgument, "from_slice: {} elements given for a blob of {}", data.len(), count));
+        }
+        // SAFETY: an Element is plain old data without padding (the
+        // trait's contract), so its slice is `size_of_val` initialized bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        Blob::from_bytes(engine, T::DTYPE, dims, bytes)
     }
 
     /// A dense blob of `dims` holding a copy of `bytes`: the elements in

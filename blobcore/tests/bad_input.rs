@@ -184,6 +184,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         DTYPE, "dtypes differ", |f| f.a.add(&f.b);
         SHAPE, "dims differ", |f| f.a.add(&f.c);
         INVALID_ARGUMENT, "5 elements", |f| f.a.copy_from_slice(&[1f32; 5]);
+        INVALID_ARGUMENT, "5 elements", |f| Blob::from_slice(&f.e, &[2, 3], &[1f32; 5]);
+        INVALID_ARGUMENT, "7 elements", |f| Blob::from_slice(&f.e, &[2, 3], &[1u8; 7]);
+        SHAPE, "too large", |f| Blob::from_slice(&f.e, &[usize::MAX / 2, 4], &[1f32; 1]);
         DTYPE, "", |f| f.a.copy_from_slice(&[1i32; 6]);
         INVALID_ARGUMENT, "", |f| f.a.copy_to_slice(&mut [0f32; 5]);
         INVALID_ARGUMENT, "23 bytes", |f| f.a.copy_from_bytes(&[0u8; 23]);
