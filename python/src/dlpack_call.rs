@@ -25,7 +25,7 @@ unless ``dl_device=(1, 0)`` asks for the host copy; ``stream``
 follows the array API (None, 1, 2 or a stream handle: the engine's
 queued kernels finish first; -1: no wait).";
 
-/// The keyword-only parameters, in the order of `Args`' slots.
+/// The keyword-only parameters, in the order of the parsed values' slots.
 const NAMES: [&str; 4] = ["stream", "max_version", "dl_device", "copy"];
 
 /// Installs `__dlpack__` on the Blob type (called once, at module init).
@@ -54,7 +54,8 @@ unsafe extern "C" fn call(slf: *mut ffi::PyObject, args: *const *mut ffi::PyObje
     // SAFETY: CPython calls methods with the GIL held.
     let py = unsafe { Python::assume_attached() };
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: the method descriptor checked that `slf` is a Blob;
+        // SAFETY: the method descriptor checked that `slf` is a Blob
+        // (CPython refuses other objects before calling: a bad-input row);
         // `args` and `kwnames` are as the vectorcall protocol says.
         unsafe { parse_and_export(py, slf, args, nargs, kwnames) }
     }));

@@ -457,6 +457,8 @@ ROWS = [
     (lambda f: f.a.__dlpack__(max_version=(1, 0, 0)), TypeError, "max_version"),
     (lambda f: f.a.__dlpack__(dl_device=1), TypeError, "dl_device"),
     (lambda f: f.a.__dlpack__(copy=1), TypeError, "copy"),
+    (lambda f: bc.Blob.__dlpack__(np.zeros(3)), TypeError, "doesn't apply"),
+    (lambda f: bc.Blob.__dlpack__(), TypeError, "needs an argument"),
     (lambda f: bc.Blob.vector(3, engine=bc.Engine.cpu()).__dlpack__(stream=1), BufferError, "stream must be none"),
     (lambda f: bc.from_dlpack(np.zeros(3, np.float32), device="cuda", engine=bc.Engine.cpu()), ValueError, "not supported"),
     (lambda f: bc.from_dlpack(np.zeros(3, np.float32), device=(2, 0), engine=bc.Engine.cpu()), ValueError, "not supported"),
