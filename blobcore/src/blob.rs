@@ -63,6 +63,13 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// A blob's own dense row-major state (not a view) over `storage`
+    /// from its start, `capacity` elements long.
+    #[inline]
+    pub(crate) fn dense(shape: Shape, storage: Arc<Storage>, capacity: usize) -> State {
+        State { shape, storage, offset: 0, capacity, view: None, placement: Placement::Dense }
+    }
+
     /// The desc of a non-default layout (None for dense row-major data);
     /// a strided view's is built on first use.
     #[inline]
@@ -385,7 +392,7 @@ impl Blob {
             // contract keeps `fill` inside the bytes it may touch.
             unsafe { Storage::host_filled_on(len, gpu, |dst| fill(base.as_ptr(), dst)) }
         })??;
-        let state = State { capacity: st.shape.count(), shape: st.shape.clone(), storage, offset: 0, view: None, placement: Placement::Dense };
+        let state = State::dense(st.shape.clone(), storage, st.shape.count());
         drop(st);
         Ok(Blob::from_parts(&self.inner.engine, self.inner.dtype, state, false))
     }
@@ -493,7 +500,7 @@ impl Blob {
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
         let bytes = shape.byte_size(dtype)?;
         let capacity = shape.count();
-        let state = State { shape, storage: Storage::lazy_on(bytes, engine.gpu_device().cloned()), offset: 0, capacity, view: None, placement: Placement::Dense };
+        let state = State::dense(shape, Storage::lazy_on(bytes, engine.gpu_device().cloned()), capacity);
         Ok(Blob::from_parts(engine, dtype, state, companion))
     }
 
@@ -634,7 +641,8 @@ impl Blob {
         // `bytes`, which holds `len` bytes (checked above) and cannot
         // overlap memory allocated just now.
         let storage = unsafe { Storage::host_filled_on(len, engine.gpu_device().cloned(), |dst| std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len)) }?;
-        let state = State { capacity: shape.count(), shape, storage, offset: 0, view: None, placement: Placement::Dense };
+        let capacity = shape.count();
+        let state = State::dense(shape, storage, capacity);
         Ok(Blob::from_parts(engine, dtype, state, false))
     }
 
@@ -739,7 +747,7 @@ impl Blob {
 
     fn on_storage(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, byte_len: usize) -> Blob {
         let capacity = byte_len / dtype.size();
-        let state = State { shape, storage, offset: 0, capacity, view: None, placement: Placement::Dense };
+        let state = State::dense(shape, storage, capacity);
         Blob::from_parts(engine, dtype, state, false)
     }
 

@@ -734,7 +734,7 @@ unsafe fn import_cuda(
     // the buffer's last user lets go.
     let mem = unsafe { c.wrap(base as u64, byte_len, Box::new(move || drop(owner))) };
     let storage = crate::storage::Storage::device_only(byte_len, std::sync::Arc::clone(&g), crate::engine::gpu::DevBuf::Cuda(mem), read_only);
-    let state = crate::blob::State { shape, storage, offset: 0, capacity: count, view: None, placement: Placement::Dense };
+    let state = crate::blob::State::dense(shape, storage, count);
     Ok(Blob::from_state(engine, dtype, state))
 }
 
