@@ -522,6 +522,26 @@ enum Owner {
     Legacy(NonNull<DLManagedTensor>),
 }
 
+impl Owner {
+    /// The export inside blobcore's own managed tensor, taken without
+    /// running the deleter (the box is freed here instead).
+    ///
+    /// # Safety
+    /// [`own_export`] must have found this owner to be blobcore's.
+    unsafe fn into_own_export(self) -> Export {
+        let owner = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the caller's promise: the pointer is the start of an
+        // `Exported` box of that struct (see `own_export`), handed over
+        // to us, and its deleter will not run (`owner` is not dropped).
+        unsafe {
+            match *owner {
+                Owner::Versioned(m) => Box::from_raw(m.as_ptr() as *mut Exported<DLManagedTensorVersioned>).export,
+                Owner::Legacy(m) => Box::from_raw(m.as_ptr() as *mut Exported<DLManagedTensor>).export,
+            }
+        }
+    }
+}
+
 // SAFETY: DLPack deleters may be called from any thread (the specification
 // requires producers to make them so), and the pointer is only used there.
 unsafe impl Send for Owner {}
@@ -543,6 +563,17 @@ impl Drop for Owner {
 /// happens before `owner` is taken over; on error it is forgotten, so the
 /// caller keeps the tensor.
 unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bool>, owner: Owner) -> Result<Blob> {
+    if copy != Some(true) {
+        if let Some(offset) = own_export(&owner).and_then(|e| returned_intact(engine, e, t, read_only)) {
+            // SAFETY: `own_export` found blobcore's deleter: the tensor is
+            // the start of one of our boxes, handed over to us.
+            let export = unsafe { owner.into_own_export() };
+            let (dtype, shape) = (export.dtype(), export.shape_ref().clone());
+            let count = shape.count();
+            let state = crate::blob::State::dense(shape, export.into_storage(), count);
+            return Ok(Blob::from_state(engine, dtype, crate::blob::State { offset, ..state }));
+        }
+    }
     let owner = std::mem::ManuallyDrop::new(owner);
     let on_cuda = t.device.device_type == DL_CUDA;
     if !on_cuda && t.device.device_type != DL_CPU && t.device.device_type != DL_CUDA_HOST {
@@ -736,6 +767,56 @@ unsafe fn import_cuda(
     let storage = crate::storage::Storage::device_only(byte_len, std::sync::Arc::clone(&g), crate::engine::gpu::DevBuf::Cuda(mem), read_only);
     let state = crate::blob::State::dense(shape, storage, count);
     Ok(Blob::from_state(engine, dtype, state))
+}
+
+/// The element offset in its storage of blobcore's own dense host export
+/// `e` when `t` still describes exactly what the export made (the
+/// consumer edited nothing: pointer, device, dtype, dims and strides) and
+/// a blob on the storage may share it (the conditions of [`share_own`]):
+/// the import then takes the export's storage and checked shape as they
+/// are. `None`: the general path decides.
+fn returned_intact(engine: &Engine, e: &Export, t: &DLTensor, read_only: bool) -> Option<usize> {
+    let dims = e.shape();
+    let storage = e.storage();
+    let intact = e.is_contiguous()
+        && e.device() == (DL_CPU, 0)
+        && (t.device.device_type, t.device.device_id) == (DL_CPU, 0)
+        && t.data == e.as_ptr() as *mut c_void
+        && t.byte_offset == 0
+        && t.dtype == dl_dtype(e.dtype())
+        && usize::try_from(t.ndim).ok() == Some(dims.len())
+        && e.count() > 0
+        && storage.gpu().is_none()
+        && engine.gpu_device().is_none()
+        && !(read_only && storage.is_writable());
+    if !intact {
+        return None;
+    }
+    if !dims.is_empty() {
+        if t.shape.is_null() {
+            return None;
+        }
+        // SAFETY: the DLPack contract: shape has ndim entries, strides too
+        // when not NULL (ndim equals the export's rank, checked above).
+        let shape = unsafe { std::slice::from_raw_parts(t.shape, dims.len()) };
+        if shape.iter().zip(dims).any(|(&a, &b)| a as u64 != b as u64) {
+            return None;
+        }
+        if !t.strides.is_null() {
+            // SAFETY: as above.
+            let strides = unsafe { std::slice::from_raw_parts(t.strides, dims.len()) };
+            let mut step = 1u64;
+            for (&s, &d) in strides.iter().zip(dims).rev() {
+                if s as u64 != step {
+                    return None;
+                }
+                step = step.wrapping_mul(d as u64);
+            }
+        }
+    }
+    let start = (e.as_ptr() as usize).checked_sub(storage.host_addr()?)?;
+    let es = e.dtype().size();
+    (start.is_multiple_of(es) && start.checked_add(e.byte_len())? <= storage.len()).then_some(start / es)
 }
 
 /// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for

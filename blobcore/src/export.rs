@@ -17,6 +17,7 @@
 use crate::blob::{non_negative, Blob};
 use crate::dtype::DType;
 use crate::error::{err, Result};
+use crate::shape::Shape;
 use crate::storage::{Pin, Storage};
 use smallvec::SmallVec;
 use std::ptr::NonNull;
@@ -36,9 +37,10 @@ pub struct Export {
     _pin: Pin,
     ptr: NonNull<u8>,
     dtype: DType,
-    /// Inline up to eight axes, as [`crate::Shape`]: exporting a small
-    /// blob (the buffer protocol, DLPack) allocates nothing here.
-    shape: SmallVec<[usize; 8]>,
+    /// The blob's own shape for whole-blob exports (a clone: inline up to
+    /// eight axes, so exporting a small blob allocates nothing here, and
+    /// the DLPack import of blobcore's own export reuses it unchecked).
+    shape: Shape,
     /// Byte strides; `None` for dense row-major.
     strides: Option<SmallVec<[isize; 8]>>,
     /// Bytes from `ptr` to the end of the last element.
@@ -77,12 +79,17 @@ impl Export {
 
     /// The dims of the exported elements (row-major, dense).
     pub fn shape(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// The exported dims as a checked [`Shape`].
+    pub(crate) fn shape_ref(&self) -> &Shape {
         &self.shape
     }
 
     /// Number of exported elements.
     pub fn count(&self) -> usize {
-        self.shape.iter().product()
+        self.shape.count()
     }
 
     /// Size of the exported elements in bytes.
@@ -113,7 +120,7 @@ impl Export {
         if let Some(s) = &self.strides {
             return s.clone();
         }
-        crate::axes::axes_filled(self.shape.len(), |s| crate::layout::fill_row_major_strides(&self.shape, self.dtype.size(), s))
+        crate::axes::axes_filled(self.shape.rank(), |s| crate::layout::fill_row_major_strides(self.shape.dims(), self.dtype.size(), s))
     }
 
     /// Strides in elements, written into `out` (cleared first): row-major
@@ -126,8 +133,8 @@ impl Export {
                 out.extend(s.iter().map(|&b| (b / es) as i64));
             }
             None => {
-                out.resize(self.shape.len(), 0);
-                crate::layout::fill_row_major_strides(&self.shape, 1, out);
+                out.resize(self.shape.rank(), 0);
+                crate::layout::fill_row_major_strides(self.shape.dims(), 1, out);
             }
         }
     }
@@ -136,6 +143,13 @@ impl Export {
     /// export shares it instead of wrapping the memory a second time).
     pub(crate) fn storage(&self) -> &Arc<Storage> {
         self._pin.storage()
+    }
+
+    /// Ends the export and hands its reference to the storage on (the
+    /// DLPack import of blobcore's own export keeps it for the new blob:
+    /// no reference count to touch twice).
+    pub(crate) fn into_storage(self) -> Arc<Storage> {
+        self._pin.into_storage()
     }
 }
 
@@ -187,7 +201,7 @@ impl Blob {
         let st = self.state();
         if st.is_dense() {
             let (storage, offset) = (Arc::clone(&st.storage), st.offset);
-            let shape = st.shape.dims().iter().copied().collect();
+            let shape = st.shape.clone();
             drop(st);
             return self.export_region(storage, offset, shape, write, write, device);
         }
@@ -198,7 +212,7 @@ impl Blob {
         let es = self.dtype().size();
         let span = st.span()?.saturating_sub(base) * es;
         let start = (st.offset + base) * es;
-        let dims: SmallVec<[usize; 8]> = st.shape.dims().iter().copied().collect();
+        let dims = st.shape.clone();
         let storage = Arc::clone(&st.storage);
         drop(st);
         if start + span > storage.len() {
@@ -245,14 +259,14 @@ impl Blob {
         if pos.checked_add(size).is_none_or(|end| end > len) {
             return Err(err!(OutOfRange, "export [{pos}, {pos}+{size}) exceeds the blob's {len} elements"));
         }
-        self.export_region(storage, offset + pos, smallvec::smallvec![size], writable, write_pin, false)
+        self.export_region(storage, offset + pos, Shape::new(&[size])?, writable, write_pin, false)
     }
 
     #[inline(always)]
-    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: SmallVec<[usize; 8]>, writable: bool, write_pin: bool, device: bool) -> Result<Export> {
+    fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Shape, writable: bool, write_pin: bool, device: bool) -> Result<Export> {
         let es = self.dtype().size();
         let start = offset * es;
-        let len = shape.iter().product::<usize>() * es;
+        let len = shape.count() * es;
         if start + len > storage.len() {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }

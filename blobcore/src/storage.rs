@@ -840,10 +840,18 @@ impl Pin {
     pub(crate) fn storage(&self) -> &Arc<Storage> {
         &self.storage
     }
-}
 
-impl Drop for Pin {
-    fn drop(&mut self) {
+    /// Ends the pin and hands its reference to the storage to the caller.
+    pub(crate) fn into_storage(self) -> Arc<Storage> {
+        let pin = std::mem::ManuallyDrop::new(self);
+        pin.unpin();
+        // SAFETY: `pin` is never dropped, so its Arc is moved out exactly
+        // once and not released by `Pin`'s drop as well.
+        unsafe { std::ptr::read(&pin.storage) }
+    }
+
+    /// Takes back the count the pin holds (nothing for a settled pin).
+    fn unpin(&self) {
         if !self.counted {
             return;
         }
@@ -855,6 +863,12 @@ impl Drop for Pin {
             (true, false) => &mut st.device_read_pins,
         };
         *count = count.saturating_sub(1);
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        self.unpin();
     }
 }
 

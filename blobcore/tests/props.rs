@@ -568,6 +568,138 @@ proptest! {
     }
 }
 
+/// DLPack round trips where the consumer edits blobcore's own tensor
+/// before handing it back (DLPack lets it: the tensor is the consumer's
+/// until the import takes it): flattened, described transposed, moved on
+/// by `byte_offset` or by `data` (within it, or to another row of a row
+/// view's parent, shape kept), a row of it, strides left out, another
+/// dtype of the same size, flagged read-only. The import must read what
+/// the edited tensor says (the oracle walks its shape and strides over the
+/// source's row-major values), whether it takes the fast path for intact
+/// tensors or the general one, and free the export exactly once.
+fn dlpack_edited_case(dims: Vec<usize>, lead: usize, edit: u8, k: usize) {
+    let (b, a) = make::<f32>(&dims, 7);
+    // The parent's values in memory order: the oracle reads them at the
+    // edited tensor's element offsets (`base` = its first element).
+    let pflat: Vec<f32> = a.iter().copied().collect();
+    let row: usize = dims[1..].iter().product();
+    let part = dims[0] > 0 && lead % 2 == 1;
+    let i = if part { lead % dims[0] } else { 0 };
+    let (src, want) = if part {
+        (b.index(&[blobcore::Index::At(i as i64)]).unwrap(), a.index_axis(Axis(0), i).to_owned())
+    } else {
+        (b.clone(), a.clone())
+    };
+    let n = want.len();
+    let rank = want.ndim();
+    let mut shape: Vec<i64> = want.shape().iter().map(|&d| d as i64).collect();
+    let mut strides = vec![0i64; rank];
+    let mut step = 1i64;
+    for j in (0..rank).rev() {
+        strides[j] = step;
+        step *= shape[j].max(1);
+    }
+    let t = src.to_dlpack(0).unwrap();
+    // SAFETY: a live export this test owns until the import takes it.
+    let m = unsafe { &mut *t.as_ptr() };
+    let (mut base, mut null_strides, mut as_i32) = (i * row, false, false);
+    // Another row of the parent, for the edits that move a row view's
+    // pointer and keep its shape.
+    let other = if !part { None } else if i > 0 { Some(i - 1) } else if i + 1 < dims[0] { Some(i + 1) } else { None };
+    match edit {
+        1 => (shape, strides) = (vec![n as i64], vec![1]),
+        9 if other.is_some() && row > 0 => {
+            let j = other.unwrap_or(i);
+            base = j * row;
+            // SAFETY: row j lies inside the parent's storage.
+            m.dl_tensor.data = unsafe { (m.dl_tensor.data as *mut f32).offset((j as isize - i as isize) * row as isize) } as *mut std::ffi::c_void;
+        }
+        10 if other.is_some() && row > 0 => {
+            if i + 1 < dims[0] {
+                // `data` kept, `byte_offset` to the next row.
+                base = (i + 1) * row;
+                m.dl_tensor.byte_offset = (4 * row) as u64;
+            } else {
+                // `data` at the parent's first element, `byte_offset` at
+                // the row before.
+                base = (i - 1) * row;
+                // SAFETY: the parent's first element, inside its storage.
+                m.dl_tensor.data = unsafe { (m.dl_tensor.data as *mut f32).sub(i * row) } as *mut std::ffi::c_void;
+                m.dl_tensor.byte_offset = (4 * base) as u64;
+            }
+        }
+        2 if rank >= 2 => {
+            shape.swap(0, rank - 1);
+            strides.swap(0, rank - 1);
+        }
+        3 | 4 if n > 0 => {
+            let skip = k % n;
+            base += skip;
+            (shape, strides) = (vec![(n - skip) as i64], vec![1]);
+            if edit == 3 {
+                m.dl_tensor.byte_offset = 4 * skip as u64;
+            } else {
+                // SAFETY: `skip` < n elements of the export.
+                m.dl_tensor.data = unsafe { (m.dl_tensor.data as *mut f32).add(skip) } as *mut std::ffi::c_void;
+            }
+        }
+        5 => as_i32 = true,
+        6 if rank >= 1 && shape[0] > 0 => {
+            shape.remove(0);
+            strides.remove(0);
+        }
+        7 => null_strides = true,
+        8 => m.flags |= blobcore::dlpack::DLPACK_FLAG_BITMASK_READ_ONLY,
+        _ => {}
+    }
+    if as_i32 {
+        m.dl_tensor.dtype = blobcore::dlpack::dl_dtype(DType::I32);
+    }
+    m.dl_tensor.ndim = shape.len() as i32;
+    m.dl_tensor.shape = shape.as_mut_ptr();
+    m.dl_tensor.strides = if null_strides { std::ptr::null_mut() } else { strides.as_mut_ptr() };
+    let engine = common::engine();
+    // SAFETY: the tensor is live, its shape and strides arrays outlive the
+    // call, and every element they address lies inside the export.
+    let imp = unsafe { Blob::from_dlpack(&engine, t.as_ptr(), None) }.unwrap();
+    let dims_now: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    assert_eq!(imp.dims(), &dims_now[..], "edit {edit}");
+    let count: usize = dims_now.iter().product();
+    let expect: Vec<f32> = (0..count)
+        .map(|mut i| {
+            let mut at = base as i64;
+            for j in (0..dims_now.len()).rev() {
+                at += (i % dims_now[j]) as i64 * strides[j];
+                i /= dims_now[j];
+            }
+            pflat[at as usize]
+        })
+        .collect();
+    if as_i32 {
+        let bits: Vec<i32> = expect.iter().map(|v| v.to_bits() as i32).collect();
+        assert_eq!(imp.to_vec::<i32>().unwrap(), bits, "edit {edit}");
+    } else {
+        assert_eq!(imp.to_vec::<f32>().unwrap(), expect, "edit {edit}");
+    }
+    if edit == 8 && count > 0 {
+        assert!(!imp.is_writable(), "a tensor flagged read-only gives a read-only blob");
+    }
+    drop(src);
+    drop(imp);
+    // The export was freed (its pin is gone): the source may grow again.
+    let grown: Vec<usize> = dims.iter().map(|&d| d + 1).collect();
+    b.reshape(&grown).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(39), ..ProptestConfig::default() })]
+
+    #[test]
+    fn dlpack_edited_own_tensor_reads_what_it_says(dims in shape_strategy(), lead in 0usize..8, edit in 0u8..11, k in 0usize..64) {
+        dlpack_edited_case(dims, lead, edit, k);
+    }
+}
+
 /// `b[i, j, ...]` (keys of integers only, which have a fast path for
 /// dense blobs) against ndarray's `index_axis`, on blobs and on dense
 /// views at an offset, with indices in and out of range; writes through

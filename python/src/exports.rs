@@ -106,6 +106,9 @@ pub unsafe fn fill_view(
 }
 
 /// Who keeps an export alive while a `Py_buffer` points into it.
+// Passed by value once per export and moved straight into the holder:
+// boxing the export would add the allocation the holder exists to save.
+#[allow(clippy::large_enum_variant)]
 pub enum Kept<'a> {
     /// The view does: the export moves into it.
     Moved(Export),
