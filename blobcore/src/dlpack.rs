@@ -34,7 +34,6 @@
 //! comes back as a blob on the exported storage, as a view would: no
 //! second wrap of the memory, and the export is freed at once.
 
-use crate::placement::Placement;
 use crate::blob::Blob;
 use crate::dtype::DType;
 use crate::engine::Engine;
@@ -569,9 +568,7 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
             // the start of one of our boxes, handed over to us.
             let export = unsafe { owner.into_own_export() };
             let (dtype, shape) = (export.dtype(), export.shape_ref().clone());
-            let count = shape.count();
-            let state = crate::blob::State::dense(shape, export.into_storage(), count);
-            return Ok(Blob::from_state(engine, dtype, crate::blob::State { offset, ..state }));
+            return Ok(on_shared_storage(engine, dtype, shape, export.into_storage(), offset));
         }
     }
     let owner = std::mem::ManuallyDrop::new(owner);
@@ -772,12 +769,11 @@ unsafe fn import_cuda(
 /// The element offset in its storage of blobcore's own dense host export
 /// `e` when `t` still describes exactly what the export made (the
 /// consumer edited nothing: pointer, device, dtype, dims and strides) and
-/// a blob on the storage may share it (the conditions of [`share_own`]):
+/// a blob on the storage may share it ([`shared_offset`]):
 /// the import then takes the export's storage and checked shape as they
 /// are. `None`: the general path decides.
 fn returned_intact(engine: &Engine, e: &Export, t: &DLTensor, read_only: bool) -> Option<usize> {
     let dims = e.shape();
-    let storage = e.storage();
     let intact = e.is_contiguous()
         && e.device() == (DL_CPU, 0)
         && (t.device.device_type, t.device.device_id) == (DL_CPU, 0)
@@ -785,10 +781,7 @@ fn returned_intact(engine: &Engine, e: &Export, t: &DLTensor, read_only: bool) -
         && t.byte_offset == 0
         && t.dtype == dl_dtype(e.dtype())
         && usize::try_from(t.ndim).ok() == Some(dims.len())
-        && e.count() > 0
-        && storage.gpu().is_none()
-        && engine.gpu_device().is_none()
-        && !(read_only && storage.is_writable());
+        && e.count() > 0;
     if !intact {
         return None;
     }
@@ -814,19 +807,14 @@ fn returned_intact(engine: &Engine, e: &Export, t: &DLTensor, read_only: bool) -
             }
         }
     }
-    let start = (e.as_ptr() as usize).checked_sub(storage.host_addr()?)?;
-    let es = e.dtype().size();
-    (start.is_multiple_of(es) && start.checked_add(e.byte_len())? <= storage.len()).then_some(start / es)
+    shared_offset(engine, e, e.as_ptr() as usize, e.byte_len(), e.dtype().size(), read_only)
 }
 
-/// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for
-/// the import of blobcore's own dense export: it shares the storage as a
-/// view does (reallocation stays `Busy`, overlaps are seen as such, no
-/// second wrap of the memory). `None` when the tensor cannot be shared
-/// that way (another GPU, a read-only export of a writable storage, bytes
-/// outside the storage after a consumer edited the tensor): the caller
-/// then wraps the memory as it would a foreign tensor's.
-fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
+/// The element offset (elements of `es` bytes) at which a blob on the
+/// storage `e` pins may share `byte_len` bytes at `ptr`: `None` when it
+/// cannot (another GPU, a read-only tensor over a writable storage, bytes
+/// outside the storage or off the element grid).
+fn shared_offset(engine: &Engine, e: &Export, ptr: usize, byte_len: usize, es: usize, read_only: bool) -> Option<usize> {
     let storage = e.storage();
     let same_gpu = match (storage.gpu(), engine.gpu_device()) {
         (None, None) => true,
@@ -837,20 +825,27 @@ fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonN
         return None;
     }
     let base = if e.device().0 == DL_CUDA { storage.cuda_addr()? } else { storage.host_addr()? };
-    let start = (ptr.as_ptr() as usize).checked_sub(base)?;
-    if !start.is_multiple_of(dtype.size()) || start.checked_add(byte_len)? > storage.len() {
-        return None;
-    }
-    let count = byte_len / dtype.size();
-    let state = crate::blob::State {
-        shape: shape.clone(),
-        storage: std::sync::Arc::clone(storage),
-        offset: start / dtype.size(),
-        capacity: count,
-        view: None,
-        placement: Placement::Dense,
-    };
-    Some(Blob::from_state(engine, dtype, state))
+    let start = ptr.checked_sub(base)?;
+    (start.is_multiple_of(es) && start.checked_add(byte_len)? <= storage.len()).then_some(start / es)
+}
+
+/// A dense blob of `shape` on `storage` from element `offset`, sharing
+/// it as a view does (the import of blobcore's own export).
+fn on_shared_storage(engine: &Engine, dtype: DType, shape: Shape, storage: std::sync::Arc<crate::storage::Storage>, offset: usize) -> Blob {
+    let count = shape.count();
+    Blob::from_state(engine, dtype, crate::blob::State { offset, ..crate::blob::State::dense(shape, storage, count) })
+}
+
+/// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for
+/// the import of blobcore's own dense export: it shares the storage as a
+/// view does (reallocation stays `Busy`, overlaps are seen as such, no
+/// second wrap of the memory). `None` when the tensor cannot be shared
+/// that way (another GPU, a read-only export of a writable storage, bytes
+/// outside the storage after a consumer edited the tensor): the caller
+/// then wraps the memory as it would a foreign tensor's.
+fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
+    let offset = shared_offset(engine, e, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
+    Some(on_shared_storage(engine, dtype, shape.clone(), std::sync::Arc::clone(e.storage()), offset))
 }
 
 #[cfg(test)]
