@@ -89,6 +89,21 @@ pub(crate) const TASK_BYTES: usize = 256 << 10;
 /// the read for ownership saves a third of the memory traffic).
 pub(crate) const STREAM_BYTES: usize = 32 << 20;
 
-/// Elements (4-byte) of a packed tile, batch included: about 160 KiB,
-/// so that the tile and its transposed copy stay in a 512 KiB L2.
+/// Elements (4-byte) of the largest packed tile a task keeps scratch
+/// for, over three (the scratch holds a tile's source rows and its
+/// transposed rows, padded): whole source rows of up to 256 elements
+/// beside 64 destination rows need about 37 Ki.
 pub(crate) const PACK_FLOATS: usize = 40 << 10;
+
+/// Elements (4-byte) a batch of tiles grows to (see `Body::Tile`'s batch
+/// loop): 32 KiB, a tile that stays in L1 while it is transposed. A
+/// 64 x 128 tile is then one step of the batch: `transposed (0,3)` of
+/// `[64, 128, 256, 128]` f32 reads 64 runs of 512 bytes, 16 MiB apart,
+/// per tile instead of 64 runs of 2.5 KiB (batches of 5, 160 KiB tiles,
+/// transposed from L2). At 1 GiB on the 2-core VM, alternated with the
+/// batches of 160 KiB (session 42): `(0,3)` 0.56-0.58x -> 0.73-0.75x and
+/// `(1,3)` 0.56-0.61x -> 0.75-0.79x of the streamed copy, the first two
+/// permutes 0.48-0.55x -> 0.51-0.61x, every other row unchanged; at 128
+/// MiB `(0,3)` 0.46-0.48x -> 0.61-0.63x and the first two permutes
+/// 0.52-0.54x -> 0.72-0.74x.
+pub(crate) const BATCH_FLOATS: usize = 8 << 10;

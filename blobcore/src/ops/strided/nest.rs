@@ -2,7 +2,7 @@
 //! the blocks of the two tiled loops, then one run, tile or tile of runs
 //! per index.
 
-use super::{Axis, PACK_FLOATS};
+use super::{Axis, BATCH_FLOATS};
 
 /// The loop nest [`copy`](super::copy) runs: outer loops, then (for a transpose) the
 /// blocks of the two tiled loops, then one tile or run per index.
@@ -122,13 +122,13 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
     let kind = match body {
         Body::Tile { j, i, ei, ej, .. } => {
             // The innermost inside loop (the last: smallest destination
-            // stride) batches tiles, up to a tile of PACK_FLOATS elements.
+            // stride) batches tiles, up to a tile of BATCH_FLOATS elements.
             let (mut c, mut ec) = (Axis { n: 1, ds: 0, ss: 0 }, 1);
             if loops.len() > blocks + 2 {
                 if let Some(last) = loops.pop() {
                     c = last;
                     let per = i.n.min(ei) * j.n.min(ej);
-                    ec = (PACK_FLOATS / per.max(1)).clamp(1, c.n);
+                    ec = (BATCH_FLOATS / per.max(1)).clamp(1, c.n);
                     loops.push(Axis { n: c.n.div_ceil(ec), ds: c.ds * ec as isize, ss: c.ss * ec as isize });
                 }
             }
