@@ -89,10 +89,10 @@ pub(crate) const TASK_BYTES: usize = 256 << 10;
 /// the read for ownership saves a third of the memory traffic).
 pub(crate) const STREAM_BYTES: usize = 32 << 20;
 
-/// Elements (4-byte) of the largest packed tile a task keeps scratch
-/// for, over three (the scratch holds a tile's source rows and its
-/// transposed rows, padded): whole source rows of up to 256 elements
-/// beside 64 destination rows need about 37 Ki.
+/// A task's scratch for packed tiles holds at most three times this many
+/// 4-byte elements (a tile's source rows and its transposed rows,
+/// padded); a tile of whole source rows of up to 256 elements beside 64
+/// destination rows needs about 37 Ki of them.
 pub(crate) const PACK_FLOATS: usize = 40 << 10;
 
 /// Elements (4-byte) a batch of tiles grows to (see `Body::Tile`'s batch
