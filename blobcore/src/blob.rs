@@ -394,7 +394,8 @@ impl Blob {
         })??;
         let shape = st.shape.clone();
         drop(st);
-        Ok(Blob::dense_in_place(&self.inner.engine, self.inner.dtype, shape, storage))
+        let count = shape.count();
+        Ok(Blob::dense_in_place(&self.inner.engine, self.inner.dtype, shape, storage, 0, count, false))
     }
 
     /// Runs `f` with shared access to all of the blob's elements (as
@@ -497,15 +498,18 @@ impl Blob {
         }
     }
 
-    /// [`Blob::from_parts`] of a dense state over `storage`, built field
-    /// by field in the blob's allocation. Moved in whole, the state
-    /// (about 300 bytes, just written on the stack) is copied through
-    /// `memcpy`, which stalls on store forwarding: `copy()` of 8 floats
-    /// 113-133 ns -> 99-108 ns on the 2-core VM (session 43). The views'
-    /// paths gained nothing from the same treatment (the compiler copies
-    /// their state once more), so they keep `from_parts`.
+    /// [`Blob::from_parts`] of a dense state over `storage` (element 0 at
+    /// `offset`, `capacity` elements), built field by field in the blob's
+    /// allocation: new blobs, small copies, wraps and the DLPack import of
+    /// blobcore's own export. Moved in whole, the state (about 300 bytes,
+    /// just written on the stack) is copied through `memcpy`, which
+    /// stalls on store forwarding: `copy()` of 8 floats 113-133 ns ->
+    /// 98-112 ns on the 2-core VM, a new 8-float blob 68 -> 62-65 ns
+    /// (session 43). The views' paths gained nothing from the same
+    /// treatment (the compiler copies their state once more), so they
+    /// keep `from_parts`.
     #[inline(always)]
-    fn dense_in_place(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>) -> Blob {
+    pub(crate) fn dense_in_place(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, offset: usize, capacity: usize, companion: bool) -> Blob {
         let mut slot = triomphe::UniqueArc::<BlobInner>::new_uninit();
         let p = slot.as_mut_ptr() as *mut BlobInner;
         let (count, rank) = (shape.count(), shape.rank());
@@ -514,7 +518,7 @@ impl Blob {
         // field pointer (no reference to uninitialised memory) before
         // `assume_init`.
         unsafe {
-            addr_of_mut!((*p).state).write(RwLock::new(State::dense(shape, storage, count)));
+            addr_of_mut!((*p).state).write(RwLock::new(State { offset, ..State::dense(shape, storage, capacity) }));
             addr_of_mut!((*p).bytes_hint).write(AtomicUsize::new(count * dtype.size()));
             addr_of_mut!((*p).rank).write(AtomicU8::new(rank as u8));
             addr_of_mut!((*p).generation).write(AtomicU64::new(0));
@@ -522,7 +526,7 @@ impl Blob {
             addr_of_mut!((*p).dtype).write(dtype);
             addr_of_mut!((*p).buffers).write(Mutex::new(Vec::new()));
             addr_of_mut!((*p).diff).write(Mutex::new(None));
-            addr_of_mut!((*p).companion).write(false);
+            addr_of_mut!((*p).companion).write(companion);
             Blob { inner: triomphe::UniqueArc::assume_init(slot).shareable() }
         }
     }
@@ -530,8 +534,7 @@ impl Blob {
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
         let bytes = shape.byte_size(dtype)?;
         let capacity = shape.count();
-        let state = State::dense(shape, Storage::lazy_on(bytes, engine.gpu_device().cloned()), capacity);
-        Ok(Blob::from_parts(engine, dtype, state, companion))
+        Ok(Blob::dense_in_place(engine, dtype, shape, Storage::lazy_on(bytes, engine.gpu_device().cloned()), 0, capacity, companion))
     }
 
     /// A blob laid out as `desc` says (OpenVINO `make_shared_blob(desc)`):
@@ -672,8 +675,7 @@ impl Blob {
         // overlap memory allocated just now.
         let storage = unsafe { Storage::host_filled_on(len, engine.gpu_device().cloned(), |dst| std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len)) }?;
         let capacity = shape.count();
-        let state = State::dense(shape, storage, capacity);
-        Ok(Blob::from_parts(engine, dtype, state, false))
+        Ok(Blob::dense_in_place(engine, dtype, shape, storage, 0, capacity, false))
     }
 
     /// Wraps memory the caller owns, without copying (Caffe `set_cpu_data`,
@@ -777,8 +779,7 @@ impl Blob {
 
     fn on_storage(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, byte_len: usize) -> Blob {
         let capacity = byte_len / dtype.size();
-        let state = State::dense(shape, storage, capacity);
-        Blob::from_parts(engine, dtype, state, false)
+        Blob::dense_in_place(engine, dtype, shape, storage, 0, capacity, false)
     }
 
     // ---------------------------------------------------------------- internals

@@ -833,7 +833,7 @@ fn shared_offset(engine: &Engine, e: &Export, ptr: usize, byte_len: usize, es: u
 /// it as a view does (the import of blobcore's own export).
 fn on_shared_storage(engine: &Engine, dtype: DType, shape: Shape, storage: std::sync::Arc<crate::storage::Storage>, offset: usize) -> Blob {
     let count = shape.count();
-    Blob::from_state(engine, dtype, crate::blob::State { offset, ..crate::blob::State::dense(shape, storage, count) })
+    Blob::dense_in_place(engine, dtype, shape, storage, offset, count, false)
 }
 
 /// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for
