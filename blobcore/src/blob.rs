@@ -19,7 +19,7 @@ use crate::placement::Placement;
 use crate::shape::{BlobDim, Shape};
 use crate::storage::{Borrow, Head, ReleaseFn, Storage};
 use std::fmt;
-use std::ptr::{addr_of_mut, NonNull};
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
@@ -499,11 +499,12 @@ impl Blob {
     }
 
     /// [`Blob::from_parts`] of a dense state over `storage` (element 0 at
-    /// `offset`, `capacity` elements), built field by field in the blob's
-    /// allocation: new blobs, small copies, wraps and the DLPack import of
-    /// blobcore's own export. Moved in whole, the state (about 300 bytes,
-    /// just written on the stack) is copied through `memcpy`, which
-    /// stalls on store forwarding: `copy()` of 8 floats 113-133 ns ->
+    /// `offset`, `capacity` elements), written straight into the blob's allocation
+    /// (`UniqueArc::write` of the record, with the state built inside it):
+    /// new blobs, small copies, wraps and the DLPack import of blobcore's
+    /// own export. Passed in whole to `Arc::new`, the state (about 300
+    /// bytes, just written on the stack) is copied through `memcpy`,
+    /// which stalls on store forwarding: `copy()` of 8 floats 113-133 ns ->
     /// 98-112 ns on the 2-core VM, a new 8-float blob 68 -> 62-65 ns
     /// (session 43). The views' paths gained nothing from the same
     /// treatment (the compiler copies their state once more), so they
@@ -511,24 +512,21 @@ impl Blob {
     #[inline(always)]
     pub(crate) fn dense_in_place(engine: &Engine, dtype: DType, shape: Shape, storage: Arc<Storage>, offset: usize, capacity: usize, companion: bool) -> Blob {
         let mut slot = triomphe::UniqueArc::<BlobInner>::new_uninit();
-        let p = slot.as_mut_ptr() as *mut BlobInner;
-        let (count, rank) = (shape.count(), shape.rank());
-        // SAFETY: `p` addresses the slot's uninitialised BlobInner, owned
-        // here alone; each field is written exactly once through a raw
-        // field pointer (no reference to uninitialised memory) before
-        // `assume_init`.
-        unsafe {
-            addr_of_mut!((*p).state).write(RwLock::new(State { offset, ..State::dense(shape, storage, capacity) }));
-            addr_of_mut!((*p).bytes_hint).write(AtomicUsize::new(count * dtype.size()));
-            addr_of_mut!((*p).rank).write(AtomicU8::new(rank as u8));
-            addr_of_mut!((*p).generation).write(AtomicU64::new(0));
-            addr_of_mut!((*p).engine).write(engine.clone());
-            addr_of_mut!((*p).dtype).write(dtype);
-            addr_of_mut!((*p).buffers).write(Mutex::new(Vec::new()));
-            addr_of_mut!((*p).diff).write(Mutex::new(None));
-            addr_of_mut!((*p).companion).write(companion);
-            Blob { inner: triomphe::UniqueArc::assume_init(slot).shareable() }
-        }
+        let bytes_hint = AtomicUsize::new(shape.count() * dtype.size());
+        let rank = AtomicU8::new(shape.rank() as u8);
+        slot.write(BlobInner {
+            bytes_hint,
+            rank,
+            generation: AtomicU64::new(0),
+            engine: engine.clone(),
+            dtype,
+            state: RwLock::new(State { offset, ..State::dense(shape, storage, capacity) }),
+            buffers: Mutex::new(Vec::new()),
+            diff: Mutex::new(None),
+            companion,
+        });
+        // SAFETY: `write` just initialised the whole value.
+        Blob { inner: unsafe { triomphe::UniqueArc::assume_init(slot) }.shareable() }
     }
 
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
