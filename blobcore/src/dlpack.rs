@@ -216,8 +216,6 @@ pub fn dtype_of(t: DLDataType) -> Result<DType> {
     })
 }
 
-/// What an exported tensor owns: the export (which pins the memory) and
-/// the arrays its DLTensor points into.
 /// Everything one export owns, in one allocation: the managed tensor
 /// handed to the consumer (first, so the deleter's pointer is the box's),
 /// the [`Export`] that pins the memory, and the shape and strides the
@@ -567,8 +565,9 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
             // SAFETY: `own_export` found blobcore's deleter: the tensor is
             // the start of one of our boxes, handed over to us.
             let export = unsafe { owner.into_own_export() };
-            let (dtype, shape) = (export.dtype(), export.shape_ref().clone());
-            return Ok(on_shared_storage(engine, dtype, shape, export.into_storage(), offset));
+            let dtype = export.dtype();
+            let (storage, shape) = export.into_parts();
+            return Ok(on_shared_storage(engine, dtype, shape, storage, offset));
         }
     }
     let owner = std::mem::ManuallyDrop::new(owner);

@@ -82,11 +82,6 @@ impl Export {
         self.shape.dims()
     }
 
-    /// The exported dims as a checked [`Shape`].
-    pub(crate) fn shape_ref(&self) -> &Shape {
-        &self.shape
-    }
-
     /// Number of exported elements.
     pub fn count(&self) -> usize {
         self.shape.count()
@@ -145,11 +140,12 @@ impl Export {
         self._pin.storage()
     }
 
-    /// Ends the export and hands its reference to the storage on (the
-    /// DLPack import of blobcore's own export keeps it for the new blob:
-    /// no reference count to touch twice).
-    pub(crate) fn into_storage(self) -> Arc<Storage> {
-        self._pin.into_storage()
+    /// Ends the export and hands its reference to the storage and its
+    /// shape on (the DLPack import of blobcore's own export keeps both
+    /// for the new blob: no reference count to touch twice, no copy).
+    pub(crate) fn into_parts(self) -> (Arc<Storage>, Shape) {
+        let Export { _pin, shape, .. } = self;
+        (_pin.into_storage(), shape)
     }
 }
 
