@@ -499,10 +499,10 @@ impl Blob {
     }
 
     /// [`Blob::from_parts`] of a dense state over `storage` (element 0 at
-    /// `offset`, `capacity` elements), written straight into the blob's allocation
-    /// (`UniqueArc::write` of the record, with the state built inside it):
-    /// new blobs, small copies, wraps and the DLPack import of blobcore's
-    /// own export. Passed in whole to `Arc::new`, the state (about 300
+    /// `offset`, `capacity` elements), written straight into the blob's
+    /// allocation (`UniqueArc::write` of the record, with the state built
+    /// inside it): new blobs, small copies, wraps and the DLPack import of
+    /// blobcore's own export. Passed in whole to `Arc::new`, the state (about 300
     /// bytes, just written on the stack) is copied through `memcpy`,
     /// which stalls on store forwarding: `copy()` of 8 floats 113-133 ns ->
     /// 98-112 ns on the 2-core VM, a new 8-float blob 68 -> 62-65 ns
