@@ -169,6 +169,41 @@ pub(crate) fn merge_rows(whole: &mut [u8], parts: &[&[u8]], chunks: &[usize], ro
     false
 }
 
+/// Scatters `rows` rows of `whole` into the parts, reading `whole` in
+/// order and writing each part with non-temporal stores: the inverse of
+/// [`merge_rows`], under the same conditions (chunks of 64 B to 1 KiB in
+/// whole 32-byte pieces, every part 32-byte aligned, AVX, at most 16
+/// parts); returns false, copying nothing, otherwise or when a row would
+/// leave a slice.
+pub(crate) fn split_rows(whole: &[u8], parts: &mut [&mut [u8]], chunks: &[usize], rows: usize) -> bool {
+    let row: usize = chunks.iter().sum();
+    if parts.len() != chunks.len() || rows.checked_mul(row).is_none_or(|n| n > whole.len()) {
+        return false;
+    }
+    if parts.iter().zip(chunks).any(|(p, &c)| rows.checked_mul(c).is_none_or(|n| n > p.len())) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if parts.len() <= simd::MERGE_PARTS
+        && parts.iter().all(|p| (p.as_ptr() as usize).is_multiple_of(32))
+        && chunks.iter().all(|&c| (64..=1024).contains(&c) && c.is_multiple_of(32))
+        && simd::has_avx()
+    {
+        let mut to = [(std::ptr::null_mut(), 0usize); simd::MERGE_PARTS];
+        for (t, (p, &c)) in to.iter_mut().zip(parts.iter_mut().zip(chunks)) {
+            *t = (p.as_mut_ptr(), c);
+        }
+        // SAFETY: AVX present; rows * row bytes of whole and rows * c of
+        // each part lie inside their slices (checked above); every part
+        // starts 32-byte aligned and every chunk is whole 32-byte pieces,
+        // so each store is aligned; the parts are borrowed mutably, so
+        // none overlaps another or whole.
+        unsafe { simd::stream_split(whole.as_ptr(), &to[..parts.len()], rows) };
+        return true;
+    }
+    false
+}
+
 /// Orders the non-temporal stores made so far before what follows.
 pub(crate) fn store_fence() {
     #[cfg(target_arch = "x86_64")]

@@ -33,7 +33,7 @@ mod simd;
 mod tests;
 mod walk;
 
-pub(crate) use dense::{copy_chunk, copy_rows, copy_streamed_if, copy_task, fill_streamed, merge_rows, store_fence, streams};
+pub(crate) use dense::{copy_chunk, copy_rows, copy_streamed_if, copy_task, fill_streamed, merge_rows, split_rows, store_fence, streams};
 pub(crate) use walk::copy;
 
 /// One loop: `n` steps of `ds` elements in the destination and `ss` in the

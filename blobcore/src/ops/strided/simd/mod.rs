@@ -9,7 +9,7 @@ mod tiles;
 
 #[cfg(test)]
 pub(crate) use interleave::{deinterleave_regs, interleave_regs};
-pub(crate) use stream::{run, stream_copy, stream_fill, stream_merge, stream_rows, MERGE_PARTS};
+pub(crate) use stream::{run, stream_copy, stream_fill, stream_merge, stream_rows, stream_split, MERGE_PARTS};
 pub(crate) use tiles::{packed_scratch, runs32, tile_f32};
 use std::arch::x86_64::_mm_sfence;
 use std::sync::OnceLock;

@@ -75,7 +75,7 @@ pub(crate) const MERGE_PARTS: usize = 16;
 
 /// Row `r` of `dst` is chunk `r` of each part side by side (`from[i]`
 /// is part `i`'s start and chunk bytes), written in order with
-/// non-temporal stores, each part's chunks fetched 32 rows ahead.
+/// non-temporal stores.
 ///
 /// # Safety
 /// AVX present; rows * chunk bytes readable at each part; rows * (sum
@@ -83,17 +83,17 @@ pub(crate) const MERGE_PARTS: usize = 16;
 /// 32.
 #[target_feature(enable = "avx")]
 pub(crate) unsafe fn stream_merge(dst: *mut u8, from: &[(*const u8, usize)], rows: usize) {
+    // The parts' reads are left to the hardware prefetcher. Session 33
+    // fetched each part's chunks 32 rows ahead (a gain on that host);
+    // on session 45's (AVX-512, 48 KiB L1d) the hints cost: merge
+    // Channels at 1 GiB 0.82-0.94x of a dense copy with them, 0.96-1.05x
+    // without (alternated, six rounds), and 0.87-0.92x -> 0.97-1.00x at
+    // 128 MiB. Software prefetches hold line-fill buffers that the
+    // streamed stores also need. Parts exactly 512 MiB apart (halves
+    // of one blob) merge as fast as separate allocations without them.
     let mut d = dst;
     for r in 0..rows {
         for &(p, c) in from {
-            // The hardware prefetcher follows several interleaved
-            // short runs late: channel merges at 1 GiB went from
-            // 0.84-0.93x of a dense copy (part by part) to 0.86-1.04x
-            // (this loop). wrapping_add: the hint may point past the
-            // part, which prefetching tolerates, and nothing reads it.
-            if r % 16 == 0 {
-                crate::ops::prefetch(p.wrapping_add((r + 32) * c), 16 * c);
-            }
             // SAFETY: row r < rows of this part and of dst (the
             // contract); d stays 32-byte aligned (chunks of 32-byte
             // multiples from an aligned start).
@@ -104,6 +104,39 @@ pub(crate) unsafe fn stream_merge(dst: *mut u8, from: &[(*const u8, usize)], row
                     _mm256_stream_ps(d.add(k) as *mut f32, v);
                 }
                 d = d.add(c);
+            }
+        }
+    }
+}
+
+/// The inverse of [`stream_merge`]: row `r` of `src` (the parts'
+/// chunks side by side) is read in order and chunk `i` written to part
+/// `i`'s row `r` (`to[i]` is part `i`'s start and chunk bytes) with
+/// non-temporal stores.
+///
+/// # Safety
+/// AVX present; rows * (sum of chunks) readable at `src`; rows * chunk
+/// bytes writable at each part, 32-byte aligned, none overlapping
+/// another or `src`; chunks multiples of 32.
+#[target_feature(enable = "avx")]
+pub(crate) unsafe fn stream_split(src: *const u8, to: &[(*mut u8, usize)], rows: usize) {
+    // One read stream, left to the hardware prefetcher: software hints
+    // (0.5-8 KiB ahead) made channel splits at 1 GiB slower, down to
+    // 0.57x of a dense copy at 8 KiB, as did blocks of 16-64 rows per
+    // part, one part lagging the other and 64-byte stores (session 45).
+    let mut s = src;
+    for r in 0..rows {
+        for &(p, c) in to {
+            // SAFETY: row r < rows of this part and of src (the
+            // contract); p + r * c stays 32-byte aligned (an aligned
+            // start, chunks of 32-byte multiples).
+            unsafe {
+                let d = p.add(r * c);
+                for k in (0..c).step_by(32) {
+                    let v = _mm256_loadu_ps(s.add(k) as *const f32);
+                    _mm256_stream_ps(d.add(k) as *mut f32, v);
+                }
+                s = s.add(c);
             }
         }
     }
