@@ -273,6 +273,12 @@ where
         let aligned = (0..C).all(|k| (dst.add(k * di + b) as usize).is_multiple_of(32));
         while b + 16 <= n {
             let s = src.add(C * b) as *const f32;
+            if stream {
+                // The one read stream into L2 ahead, out of cache
+                // (crate::ops::L2_AHEAD_BYTES; the hint may point past
+                // the run, which prefetching tolerates).
+                crate::ops::prefetch_l2((s as *const u8).wrapping_add(crate::ops::L2_AHEAD_BYTES), 64 * C);
+            }
             let lo = <Rows as Shuffle<C>>::split(std::array::from_fn(|k| _mm256_loadu_ps(s.add(8 * k))));
             let hi = <Rows as Shuffle<C>>::split(std::array::from_fn(|k| _mm256_loadu_ps(s.add(8 * C + 8 * k))));
             for k in 0..C {

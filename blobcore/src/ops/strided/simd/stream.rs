@@ -120,12 +120,15 @@ pub(crate) unsafe fn stream_merge(dst: *mut u8, from: &[(*const u8, usize)], row
 /// another or `src`; chunks multiples of 32.
 #[target_feature(enable = "avx")]
 pub(crate) unsafe fn stream_split(src: *const u8, to: &[(*mut u8, usize)], rows: usize) {
-    // One read stream, left to the hardware prefetcher: software hints
-    // (0.5-8 KiB ahead) made channel splits at 1 GiB slower, down to
-    // 0.57x of a dense copy at 8 KiB, as did blocks of 16-64 rows per
-    // part, one part lagging the other and 64-byte stores (session 45).
+    // One read stream, fetched into L2 ahead (crate::ops::L2_AHEAD_BYTES).
+    // Into L1 instead (0.5-8 KiB ahead) it was slower than no hint,
+    // down to 0.57x of a dense copy at 8 KiB, as were blocks of 16-64
+    // rows per part, one part lagging the other and 64-byte stores
+    // (session 45). wrapping_add: the hint may point past the source.
+    let row: usize = to.iter().map(|&(_, c)| c).sum();
     let mut s = src;
     for r in 0..rows {
+        crate::ops::prefetch_l2(s.wrapping_add(crate::ops::L2_AHEAD_BYTES), row);
         for &(p, c) in to {
             // SAFETY: row r < rows of this part and of src (the
             // contract); p + r * c stays 32-byte aligned (an aligned
