@@ -67,3 +67,14 @@ fn streamed_far_apart_and_whole_row_transposes_equal_ndarray() {
     permute_case(vec![2, 128, 128, 256], vec![0, 3, 1, 2]);
     permute_case(vec![2, 256, 128, 128], vec![0, 2, 3, 1]);
 }
+
+/// Streamed NHWC -> NCHW with few channels (C = 2, 3, 4 and 8: the run
+/// of pixels split into C destination rows in registers, its source
+/// fetched into L2 ahead), with widths that leave scalar edges or not.
+#[test]
+fn streamed_few_channel_deinterleaves_equal_ndarray() {
+    for (c, w) in [(2usize, 1024usize), (3, 1000), (4, 1030), (8, 520)] {
+        let h = STREAMED.div_ceil(c * w);
+        permute_case(vec![1, h, w, c], vec![0, 3, 1, 2]);
+    }
+}
