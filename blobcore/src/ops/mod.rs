@@ -46,15 +46,7 @@ pub(crate) const L2_AHEAD_BYTES: usize = 2048;
 /// will do.
 #[inline(always)]
 pub(crate) fn prefetch_l2(p: *const u8, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for off in (0..bytes).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-        // SAFETY: a prefetch has no architectural effect and cannot fault
-        // (SSE, part of x86-64); the pointer is only computed, never read.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(off) as *const i8) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (p, bytes);
+    prefetch_lines::<true>(p, bytes);
 }
 
 /// Asks the CPU to bring the cache lines of `[p, p + bytes)` in for
@@ -62,12 +54,26 @@ pub(crate) fn prefetch_l2(p: *const u8, bytes: usize) {
 /// faults, so any address will do (past a slice's end included).
 #[inline(always)]
 pub(crate) fn prefetch(p: *const u8, bytes: usize) {
+    prefetch_lines::<false>(p, bytes);
+}
+
+/// One hint per 64-byte line of `[p, p + bytes)`: into L2 only when
+/// `L2`, else into L1 as well.
+#[inline(always)]
+fn prefetch_lines<const L2: bool>(p: *const u8, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     for off in (0..bytes).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+        let at = p.wrapping_add(off) as *const i8;
         // SAFETY: a prefetch has no architectural effect and cannot fault
         // (SSE, part of x86-64); the pointer is only computed, never read.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
+        unsafe {
+            if L2 {
+                _mm_prefetch::<_MM_HINT_T1>(at)
+            } else {
+                _mm_prefetch::<_MM_HINT_T0>(at)
+            }
+        };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (p, bytes);

@@ -135,6 +135,20 @@ pub(crate) fn copy_chunk(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// The conditions [`merge_rows`] and [`split_rows`] share: one chunk
+/// per part, each of 64 B to 1 KiB in whole 32-byte pieces, at most
+/// [`simd::MERGE_PARTS`] parts, AVX, and `rows` rows inside the whole
+/// (`whole` bytes) and inside every part (`parts[i]` bytes).
+#[cfg(target_arch = "x86_64")]
+fn rows_fit(whole: usize, parts: impl ExactSizeIterator<Item = usize>, chunks: &[usize], rows: usize) -> bool {
+    let row: usize = chunks.iter().sum();
+    parts.len() == chunks.len()
+        && chunks.len() <= simd::MERGE_PARTS
+        && rows.checked_mul(row).is_some_and(|n| n <= whole)
+        && parts.zip(chunks).all(|(p, &c)| (64..=1024).contains(&c) && c.is_multiple_of(32) && rows.checked_mul(c).is_some_and(|n| n <= p))
+        && simd::has_avx()
+}
+
 /// Gathers `rows` rows of `whole` from the parts, writing `whole` in
 /// order with non-temporal stores: row `r` is chunk `r` of each part
 /// (`chunks[i]` bytes from `parts[i][r * chunks[i]..]`) side by side.
@@ -142,19 +156,8 @@ pub(crate) fn copy_chunk(dst: &mut [u8], src: &[u8]) {
 /// a channel merge) on AVX and at most 16 parts; returns false, copying
 /// nothing, otherwise or when a row would leave a slice.
 pub(crate) fn merge_rows(whole: &mut [u8], parts: &[&[u8]], chunks: &[usize], rows: usize) -> bool {
-    let row: usize = chunks.iter().sum();
-    if parts.len() != chunks.len() || rows.checked_mul(row).is_none_or(|n| n > whole.len()) {
-        return false;
-    }
-    if parts.iter().zip(chunks).any(|(p, &c)| rows.checked_mul(c).is_none_or(|n| n > p.len())) {
-        return false;
-    }
     #[cfg(target_arch = "x86_64")]
-    if parts.len() <= simd::MERGE_PARTS
-        && (whole.as_ptr() as usize).is_multiple_of(32)
-        && chunks.iter().all(|&c| (64..=1024).contains(&c) && c.is_multiple_of(32))
-        && simd::has_avx()
-    {
+    if rows_fit(whole.len(), parts.iter().map(|p| p.len()), chunks, rows) && (whole.as_ptr() as usize).is_multiple_of(32) {
         let mut from = [(std::ptr::null(), 0usize); simd::MERGE_PARTS];
         for (f, (p, &c)) in from.iter_mut().zip(parts.iter().zip(chunks)) {
             *f = (p.as_ptr(), c);
@@ -166,6 +169,8 @@ pub(crate) fn merge_rows(whole: &mut [u8], parts: &[&[u8]], chunks: &[usize], ro
         unsafe { simd::stream_merge(whole.as_mut_ptr(), &from[..parts.len()], rows) };
         return true;
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (whole, parts, chunks, rows);
     false
 }
 
@@ -176,19 +181,8 @@ pub(crate) fn merge_rows(whole: &mut [u8], parts: &[&[u8]], chunks: &[usize], ro
 /// parts); returns false, copying nothing, otherwise or when a row would
 /// leave a slice.
 pub(crate) fn split_rows(whole: &[u8], parts: &mut [&mut [u8]], chunks: &[usize], rows: usize) -> bool {
-    let row: usize = chunks.iter().sum();
-    if parts.len() != chunks.len() || rows.checked_mul(row).is_none_or(|n| n > whole.len()) {
-        return false;
-    }
-    if parts.iter().zip(chunks).any(|(p, &c)| rows.checked_mul(c).is_none_or(|n| n > p.len())) {
-        return false;
-    }
     #[cfg(target_arch = "x86_64")]
-    if parts.len() <= simd::MERGE_PARTS
-        && parts.iter().all(|p| (p.as_ptr() as usize).is_multiple_of(32))
-        && chunks.iter().all(|&c| (64..=1024).contains(&c) && c.is_multiple_of(32))
-        && simd::has_avx()
-    {
+    if rows_fit(whole.len(), parts.iter().map(|p| p.len()), chunks, rows) && parts.iter().all(|p| (p.as_ptr() as usize).is_multiple_of(32)) {
         let mut to = [(std::ptr::null_mut(), 0usize); simd::MERGE_PARTS];
         for (t, (p, &c)) in to.iter_mut().zip(parts.iter_mut().zip(chunks)) {
             *t = (p.as_mut_ptr(), c);
@@ -201,6 +195,8 @@ pub(crate) fn split_rows(whole: &[u8], parts: &mut [&mut [u8]], chunks: &[usize]
         unsafe { simd::stream_split(whole.as_ptr(), &to[..parts.len()], rows) };
         return true;
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (whole, parts, chunks, rows);
     false
 }
 

@@ -51,21 +51,37 @@ pub(crate) unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
 pub(crate) unsafe fn stream_rows(dst: *mut u8, ds: usize, src: *const u8, ss: usize, bytes: usize, rows: usize) {
     // SAFETY: r < rows and k + 32 <= bytes: inside run r (the contract).
     unsafe {
-        // Short runs far apart (a channel split reads half of every
-        // row) are fetched about 8 KiB ahead: the hardware prefetcher
-        // follows them late, and split Channels at 1 GiB went from
-        // 0.82-0.89x of a dense copy to 0.93-1.04x. Long or adjacent
-        // runs are left to the hardware.
+        // Short runs far apart (a split copied part by part reads half
+        // of every row) are fetched about 8 KiB ahead: the hardware
+        // prefetcher follows them late, and split Channels at 1 GiB
+        // went from 0.82-0.89x of a dense copy to 0.93-1.04x (session
+        // 33; channel splits now take stream_split, and this path the
+        // splits it refuses). Long or adjacent runs are left to the
+        // hardware.
         let ahead = if ss != bytes && bytes <= 1024 { (8192 / ss).clamp(1, 64) } else { 0 };
         for r in 0..rows {
-            let (d, s) = (dst.add(r * ds), src.add(r * ss));
             if ahead > 0 && r + ahead < rows {
                 crate::ops::prefetch(src.add((r + ahead) * ss), bytes);
             }
-            for k in (0..bytes).step_by(32) {
-                let v = _mm256_loadu_ps(s.add(k) as *const f32);
-                _mm256_stream_ps(d.add(k) as *mut f32, v);
-            }
+            stream_chunk(dst.add(r * ds), src.add(r * ss), bytes);
+        }
+    }
+}
+
+/// `bytes` (a multiple of 32) from `src` to a 32-byte aligned `dst`
+/// with non-temporal stores and no prefetch: the inner loop of the row
+/// kernels, which prefetch (or not) for the whole row themselves.
+///
+/// # Safety
+/// AVX present; `bytes` readable at `src` and writable at `dst`.
+#[inline]
+#[target_feature(enable = "avx")]
+unsafe fn stream_chunk(dst: *mut u8, src: *const u8, bytes: usize) {
+    // SAFETY: k + 32 <= bytes for every k; dst + k is 32-byte aligned.
+    unsafe {
+        for k in (0..bytes).step_by(32) {
+            let v = _mm256_loadu_ps(src.add(k) as *const f32);
+            _mm256_stream_ps(dst.add(k) as *mut f32, v);
         }
     }
 }
@@ -98,11 +114,7 @@ pub(crate) unsafe fn stream_merge(dst: *mut u8, from: &[(*const u8, usize)], row
             // contract); d stays 32-byte aligned (chunks of 32-byte
             // multiples from an aligned start).
             unsafe {
-                let s = p.add(r * c);
-                for k in (0..c).step_by(32) {
-                    let v = _mm256_loadu_ps(s.add(k) as *const f32);
-                    _mm256_stream_ps(d.add(k) as *mut f32, v);
-                }
+                stream_chunk(d, p.add(r * c), c);
                 d = d.add(c);
             }
         }
@@ -134,11 +146,7 @@ pub(crate) unsafe fn stream_split(src: *const u8, to: &[(*mut u8, usize)], rows:
             // contract); p + r * c stays 32-byte aligned (an aligned
             // start, chunks of 32-byte multiples).
             unsafe {
-                let d = p.add(r * c);
-                for k in (0..c).step_by(32) {
-                    let v = _mm256_loadu_ps(s.add(k) as *const f32);
-                    _mm256_stream_ps(d.add(k) as *mut f32, v);
-                }
+                stream_chunk(p.add(r * c), s, c);
                 s = s.add(c);
             }
         }
