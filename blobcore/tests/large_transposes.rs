@@ -59,13 +59,18 @@ proptest! {
 }
 
 /// The benchmark's slow rows, scaled down to 32 MiB: `transposed (0,3)`
-/// (far-apart rows of multiples of 16: the direct write-out), NHWC ->
-/// NCHW and NCHW -> NHWC with C = 256 (whole rows of 1 KiB).
+/// (far-apart rows of multiples of 16: the direct write-out; tiles of 32
+/// of the 64 rows, batched), NHWC -> NCHW and NCHW -> NHWC with C = 256
+/// (whole rows of 1 KiB), NCHW -> NHWC with C = 64 (whole rows of 2 KiB,
+/// 32 of the 64 channels per tile) and the rank-5 permute of the bench
+/// (rows of 2 KiB 2 MiB apart).
 #[test]
 fn streamed_far_apart_and_whole_row_transposes_equal_ndarray() {
     permute_case(vec![64, 16, 128, 64], vec![3, 1, 2, 0]);
     permute_case(vec![2, 128, 128, 256], vec![0, 3, 1, 2]);
     permute_case(vec![2, 256, 128, 128], vec![0, 2, 3, 1]);
+    permute_case(vec![4, 64, 64, 512], vec![0, 2, 3, 1]);
+    permute_case(vec![2, 32, 16, 32, 512], vec![4, 2, 0, 3, 1]);
 }
 
 proptest! {

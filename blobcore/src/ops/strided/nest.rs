@@ -69,8 +69,16 @@ pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
             let row = rest[p].n.max(1);
             let wide = if row < 64 { (TILE_BYTES / es / row).next_multiple_of(16) } else { 0 };
             let ej = inner.n.min(64.max(wide));
-            // Source rows of up to WHOLE_ROW_BYTES are taken whole.
-            let ei = if rest[p].n.saturating_mul(es) <= WHOLE_ROW_BYTES { rest[p].n.max(1) } else { (TILE_BYTES / es / ej).next_multiple_of(16).min(rest[p].n.max(1)) };
+            // Source rows a page or more apart are each a stream of their
+            // own to the hardware prefetcher, which follows a few dozen
+            // at a time: a tile reads at most STREAM_ROWS of them.
+            let far = inner.ss.unsigned_abs().saturating_mul(es) >= FAR_ROW_BYTES;
+            let ej = if far { ej.min(STREAM_ROWS) } else { ej };
+            // Source rows of up to WHOLE_ROW_BYTES are taken whole when
+            // the tile stays within twice TILE_BYTES.
+            let row_bytes = rest[p].n.saturating_mul(es);
+            let whole = row_bytes <= WHOLE_ROW_BYTES && row_bytes.saturating_mul(ej) <= 2 * TILE_BYTES;
+            let ei = if whole { rest[p].n.max(1) } else { (TILE_BYTES / es / ej).next_multiple_of(16).min(rest[p].n.max(1)) };
             let mut all = rest.to_vec();
             all.push(inner);
             let last = all.len() - 1;
@@ -92,15 +100,31 @@ pub(super) const SHORT_RUN: usize = 4096;
 /// Bytes a tile of runs reads (and writes): 16 x 16 runs of 512 bytes.
 const RUN_TILE_BYTES: usize = 128 << 10;
 
+/// Source rows at least this many bytes apart (a page) are separate
+/// streams to the hardware prefetcher (see [`STREAM_ROWS`]).
+const FAR_ROW_BYTES: usize = 4096;
+
+/// Source rows far apart that one transpose tile reads at most. Intel's
+/// L2 streamer follows up to 32 streams (one per 4 KiB page); a tile of
+/// 64 source rows 16 MiB apart (`transposed (0,3)` of `[64, 128, 256,
+/// 128]` f32) starves it. Tiles of 32 such rows (with the half batch of
+/// [`tiled`]), alternated at 1 GiB on the 2-core VM (session 46): `(0,3)`
+/// 0.71-0.72x -> 0.80-0.83x of the streamed copy, `(1,3)` 0.81-0.83x ->
+/// 0.86-0.88x; at 128 MiB (`[64, 128, 256, 16]`) `(0,3)` 0.59-0.61x ->
+/// 0.69-0.74x, `(1,3)` 0.42-0.46x -> 0.68-0.70x.
+const STREAM_ROWS: usize = 32;
+
 /// Bytes per transpose tile and side (L1/L2 sized).
 const TILE_BYTES: usize = 32 << 10;
 
 /// Source rows up to this many bytes go into one tile whole (a tile of up
-/// to twice TILE_BYTES): split, each row would be read in two passes over
-/// the source, half a KiB at a time. NHWC->NCHW at C = 256 (rows of 256
-/// f32) at 1 GiB, A/B on the 2-core VM: 0.56-0.61x -> 0.70-0.77x of the
-/// streamed copy.
-const WHOLE_ROW_BYTES: usize = 1 << 10;
+/// to twice TILE_BYTES): split, each row would be read in two or more
+/// passes over the source, half a KiB at a time. NHWC->NCHW at C = 256
+/// (rows of 256 f32) at 1 GiB, A/B on the 2-core VM: 0.56-0.61x ->
+/// 0.70-0.77x of the streamed copy (rows of 1 KiB, session 41); `permute
+/// [4, 2, 0, 3, 1]` (rows of 2 KiB, 32 of them per tile): 0.51-0.53x ->
+/// 0.59-0.60x (session 46).
+const WHOLE_ROW_BYTES: usize = 2 << 10;
 
 /// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`:
 /// the other loops outside the tile blocks, except those that step within
@@ -124,11 +148,17 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
             // The innermost inside loop (the last: smallest destination
             // stride) batches tiles, up to a tile of BATCH_FLOATS elements.
             let (mut c, mut ec) = (Axis { n: 1, ds: 0, ss: 0 }, 1);
+            // A batch makes the destination's runs longer only when a
+            // tile spans its whole rows; else it lengthens the source's
+            // runs only, and grows to half as much (`(0,3)` at 1 GiB:
+            // no batch beat batches of two; at 128 MiB, source rows of
+            // 64 bytes: batches of 8 beat batches of 16 and none).
+            let batch = if ej >= j.n { BATCH_FLOATS } else { BATCH_FLOATS / 2 };
             if loops.len() > blocks + 2 {
                 if let Some(last) = loops.pop() {
                     c = last;
                     let per = i.n.min(ei) * j.n.min(ej);
-                    ec = (BATCH_FLOATS / per.max(1)).clamp(1, c.n);
+                    ec = (batch / per.max(1)).clamp(1, c.n);
                     loops.push(Axis { n: c.n.div_ceil(ec), ds: c.ds * ec as isize, ss: c.ss * ec as isize });
                 }
             }
