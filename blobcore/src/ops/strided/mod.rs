@@ -105,5 +105,7 @@ pub(crate) const PACK_FLOATS: usize = 40 << 10;
 /// `(1,3)` 0.56-0.61x -> 0.75-0.79x of the streamed copy, the first two
 /// permutes 0.48-0.55x -> 0.51-0.61x, every other row unchanged; at 128
 /// MiB `(0,3)` 0.46-0.48x -> 0.61-0.63x and the first two permutes
-/// 0.52-0.54x -> 0.72-0.74x.
+/// 0.52-0.54x -> 0.72-0.74x. (Since session 46 a tile reads at most 32
+/// source rows that lie far apart, and such a tile batches to half of
+/// this: see `nest.rs`.)
 pub(crate) const BATCH_FLOATS: usize = 8 << 10;
