@@ -63,7 +63,7 @@ proptest! {
 /// of the 64 rows, batched), NHWC -> NCHW and NCHW -> NHWC with C = 256
 /// (whole rows of 1 KiB), NCHW -> NHWC with C = 64 (whole rows of 2 KiB,
 /// 32 of the 64 channels per tile) and the rank-5 permute of the bench
-/// (rows of 2 KiB 2 MiB apart).
+/// (64 MiB; rows of 2 KiB, 1 MiB apart).
 #[test]
 fn streamed_far_apart_and_whole_row_transposes_equal_ndarray() {
     permute_case(vec![64, 16, 128, 64], vec![3, 1, 2, 0]);
