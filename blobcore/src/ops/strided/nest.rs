@@ -101,8 +101,9 @@ pub(super) const SHORT_RUN: usize = 4096;
 const RUN_TILE_BYTES: usize = 128 << 10;
 
 /// Source rows at least this many bytes apart (a page) are separate
-/// streams to the hardware prefetcher (see [`STREAM_ROWS`]).
-const FAR_ROW_BYTES: usize = 4096;
+/// streams to the hardware prefetcher (see [`STREAM_ROWS`]); the packed
+/// tiles (`simd/tiles.rs`) copy such rows into a scratch tile first.
+pub(super) const FAR_ROW_BYTES: usize = 4096;
 
 /// Source rows far apart that one transpose tile reads at most. Intel's
 /// L2 streamer follows up to 32 streams (one per 4 KiB page); a tile of

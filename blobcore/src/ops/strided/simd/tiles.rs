@@ -6,6 +6,9 @@ use super::registers::{t4x4, t8x16, t8x8};
 use super::{has_avx, has_avx2};
 use super::stream::run;
 use crate::ops::strided::Axis;
+// Source rows a page or more apart are packed (often a power of two
+// apart, they share cache sets); the planner caps a tile's count of them.
+use crate::ops::strided::nest::FAR_ROW_BYTES;
 use std::arch::x86_64::*;
 
 /// The packed form's scratch for a tile of `j` destination rows, `i`
@@ -22,7 +25,7 @@ fn packed_layout(j: usize, i: usize, c: usize) -> (usize, usize, usize) {
 /// source rows, the destination's rows `sj` elements apart in the source
 /// (given AVX and scratch enough).
 fn packs(j: usize, i: usize, sj: usize) -> bool {
-    j >= 16 && i >= 8 && sj * 4 >= PACK_STRIDE_BYTES
+    j >= 16 && i >= 8 && sj * 4 >= FAR_ROW_BYTES
 }
 
 /// Elements of scratch [`tile_f32`] may use on the tiles of a nest, whose
@@ -216,9 +219,6 @@ unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next
     }
 }
 
-/// Source rows at least this many bytes apart are packed (rows a
-/// page or more apart, often a power of two apart, share cache sets).
-const PACK_STRIDE_BYTES: usize = 4096;
 /// Rows of a tile's source prefetched ahead of the one being packed.
 const AHEAD_ROWS: usize = 2;
 
