@@ -25,8 +25,9 @@ pub(super) enum Body {
     /// steps of the batch loop `c` (a loop that steps inside the rows on
     /// both sides, as the middle axis of a swap of the outer and inner
     /// axes; `n` 1 when there is none) make one tile, so that its rows
-    /// are read and written `ec` times longer.
-    Tile { j: Axis, i: Axis, c: Axis, ei: usize, ej: usize, ec: usize, blocks: usize },
+    /// are read and written `ec` times longer. The block loops are at
+    /// `blocks` (of `i`) and `blocks + 1` (of `j`), swapped when `jfirst`.
+    Tile { j: Axis, i: Axis, c: Axis, ei: usize, ej: usize, ec: usize, blocks: usize, jfirst: bool },
     /// A tile of runs of `n` elements contiguous on both sides: the
     /// transpose of [`Body::Tile`] with a run as its element.
     Runs { n: usize, j: Axis, i: Axis, ei: usize, ej: usize, blocks: usize },
@@ -79,11 +80,18 @@ pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
             let row_bytes = rest[p].n.saturating_mul(es);
             let whole = row_bytes <= WHOLE_ROW_BYTES && row_bytes.saturating_mul(ej) <= 2 * TILE_BYTES;
             let ei = if whole { rest[p].n.max(1) } else { (TILE_BYTES / es / ej).next_multiple_of(16).min(rest[p].n.max(1)) };
+            // Far source rows split into several tiles both ways (NCHW ->
+            // NHWC: 32 of C channels, a KiB of each): the tiles of one
+            // set of source rows run one after the other along those
+            // rows, so that the prefetcher's streams carry on from tile
+            // to tile, instead of the tiles of one destination block
+            // (which switch to other source rows every tile).
+            let jfirst = far && inner.n > ej && rest[p].n > ei;
             let mut all = rest.to_vec();
             all.push(inner);
             let last = all.len() - 1;
             let none = Axis { n: 1, ds: 0, ss: 0 };
-            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0 })
+            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0, jfirst })
         }
         _ => Nest { loops: rest.to_vec(), kind: Body::Strided { inner } },
     }
@@ -141,8 +149,10 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
     let inside = |a: &Axis| a.ss.unsigned_abs() < j.ss.unsigned_abs() && a.ds.unsigned_abs() < i.ds.unsigned_abs();
     let mut loops: Vec<Axis> = others.clone().filter(|a| !inside(a)).collect();
     let blocks = loops.len();
-    loops.push(Axis { n: i.n.div_ceil(ei), ds: i.ds * ei as isize, ss: i.ss * ei as isize });
-    loops.push(Axis { n: j.n.div_ceil(ej), ds: j.ds * ej as isize, ss: j.ss * ej as isize });
+    let jfirst = matches!(body, Body::Tile { jfirst: true, .. });
+    let bi = Axis { n: i.n.div_ceil(ei), ds: i.ds * ei as isize, ss: i.ss * ei as isize };
+    let bj = Axis { n: j.n.div_ceil(ej), ds: j.ds * ej as isize, ss: j.ss * ej as isize };
+    loops.extend(if jfirst { [bj, bi] } else { [bi, bj] });
     loops.extend(others.filter(|a| inside(a)));
     let kind = match body {
         Body::Tile { j, i, ei, ej, .. } => {
@@ -163,7 +173,7 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
                     loops.push(Axis { n: c.n.div_ceil(ec), ds: c.ds * ec as isize, ss: c.ss * ec as isize });
                 }
             }
-            Body::Tile { j, i, c, ei, ej, ec, blocks }
+            Body::Tile { j, i, c, ei, ej, ec, blocks, jfirst }
         }
         Body::Runs { n, j, i, ei, ej, .. } => Body::Runs { n, j, i, ei, ej, blocks },
         other => other,

@@ -87,6 +87,10 @@ fn packed_batched_and_interleaved_tiles_match_the_naive_copy() {
     // Source rows of 129..256 f32 (taken whole into one tile).
     check_permutation(&[2, 9, 70, 200], &[0, 3, 1, 2]);
     check_permutation(&[3, 256, 40], &[0, 2, 1]);
+    // Long source rows far apart, split both ways (NCHW -> NHWC at C =
+    // 70: channel blocks of 32, 32 and 6; rows of 1100 in blocks of 256):
+    // the tiles walk along one block of source rows first.
+    check_permutation(&[2, 70, 1100], &[0, 2, 1]);
     // NCHW <-> NHWC with C = 1..9 (interleaves for 2..8).
     for c in 1..=9 {
         check_permutation(&[2, c, 37, 29], &[0, 2, 3, 1]);
@@ -275,4 +279,19 @@ fn fusing_and_ordering() {
     // Swapping the two outer axes of [2,3,4]: the inner run stays.
     let axes = vec![Axis { n: 3, ds: 8, ss: 4 }, Axis { n: 2, ds: 4, ss: 12 }, Axis { n: 4, ds: 1, ss: 1 }];
     assert_eq!(normalise(axes).len(), 3);
+}
+
+#[test]
+fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
+    use super::nest::{nest, Body};
+    // NCHW -> NHWC of [2, 70, 1100] f32 (normalised loops: N, HW, C).
+    let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1, ss: 1100 }, Axis { n: 1100, ds: 70, ss: 1 }]);
+    let n = nest(&axes, 4);
+    let Body::Tile { jfirst, blocks, ej, ei, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
+    assert!(jfirst, "{n:?}");
+    // The block loop of the destination's rows (channels) is the outer one.
+    assert_eq!((n.loops[blocks].n, n.loops[blocks + 1].n), (70usize.div_ceil(ej), 1100usize.div_ceil(ei)));
+    // Rows near each other (NHWC -> NCHW) keep the destination's blocks outside.
+    let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1100, ss: 1 }, Axis { n: 1100, ds: 1, ss: 70 }]);
+    assert!(matches!(nest(&axes, 4).kind, Body::Tile { jfirst: false, .. }));
 }

@@ -94,10 +94,11 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
             match n.kind {
                 Body::Run { n } => run(d as *mut u8, s as *const u8, n * es, stream),
                 Body::Strided { inner } => strided_run(es, inner, d, s),
-                Body::Tile { j, i, c, ei, ej, ec, blocks } => {
+                Body::Tile { j, i, c, ei, ej, ec, blocks, jfirst } => {
                     // Which tile: the block loops are at `blocks`, `blocks +
-                    // 1`, the batch's block loop (if any) last.
-                    let (bi, bj) = (idx[blocks], idx[blocks + 1]);
+                    // 1` (swapped when `jfirst`), the batch's block loop (if
+                    // any) last.
+                    let (bi, bj) = if jfirst { (idx[blocks + 1], idx[blocks]) } else { (idx[blocks], idx[blocks + 1]) };
                     let ni = (i.n - bi * ei).min(ei);
                     let nj = (j.n - bj * ej).min(ej);
                     let nc = if c.n > 1 { (c.n - idx[r - 1] * ec).min(ec) } else { 1 };
