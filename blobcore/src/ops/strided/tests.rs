@@ -291,7 +291,8 @@ fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
     assert!(jfirst, "{n:?}");
     // The block loop of the destination's rows (channels) is the outer one.
     assert_eq!((n.loops[blocks].n, n.loops[blocks + 1].n), (70usize.div_ceil(ej), 1100usize.div_ceil(ei)));
-    // Rows near each other (NHWC -> NCHW) keep the destination's blocks outside.
+    // Source rows near each other (NHWC -> NCHW: 70 elements apart) keep
+    // the usual order.
     let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1100, ss: 1 }, Axis { n: 1100, ds: 1, ss: 70 }]);
     assert!(matches!(nest(&axes, 4).kind, Body::Tile { jfirst: false, .. }));
 }
