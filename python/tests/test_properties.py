@@ -746,6 +746,37 @@ def test_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door
         assert same_bits(np.asarray(back), a)
 
 
+@settings(derandomize=True, deadline=None, max_examples=60, suppress_health_check=list(HealthCheck))
+@given(
+    n=st.integers(1, 2),
+    c=st.integers(17, 80),
+    h=st.integers(1, 24),
+    w=st.integers(20, 130),
+    dtype=st.sampled_from([np.float32, np.int32, np.float64, np.uint8, np.float16]),
+    door=st.sampled_from(ALIASES + ["strided view"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_many_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door, seed):
+    # NCHW <-> NHWC with 17..80 channels over planes of 20..3120 elements:
+    # the transpose tiles of 32 channels, and (planes a page and more
+    # apart, longer than one tile) tiles that walk along 32 channel
+    # planes before the next 32; the source reached through every door to
+    # its memory and as a strided view of a larger array; against NumPy.
+    a = (np.random.default_rng(seed).standard_normal((n, c, h + 1, w + 3)) * 50).astype(dtype)
+    if door == "strided view":
+        src, want = bc.Blob.from_numpy(a, copy=False)[:, :, 1:, 2:-1], a[:, :, 1:, 2:-1]
+    else:
+        want = a[:, :, :h, :w].copy()
+        src = alias(bc.Blob.from_numpy(want.copy()), door)
+    nhwc = bc.Blob.with_desc(bc.TensorDesc(dtype, [n, c, h, w], bc.Layout.NHWC))
+    nhwc.reorder_from(src)
+    assert same_bits(np.asarray(nhwc), want)
+    assert same_bits(np.ascontiguousarray(np.asarray(nhwc).transpose(0, 2, 3, 1)), want.transpose(0, 2, 3, 1))
+    back = bc.Blob.tensor([n, c, h, w], dtype=dtype)
+    back.reorder_from(nhwc)
+    assert same_bits(np.asarray(back), want)
+
+
 @SETTINGS
 @given(
     ak=array_and_key(for_set=True),

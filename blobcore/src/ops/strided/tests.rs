@@ -296,3 +296,47 @@ fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
     let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1100, ss: 1 }, Axis { n: 1100, ds: 1, ss: 70 }]);
     assert!(matches!(nest(&axes, 4).kind, Body::Tile { jfirst: false, .. }));
 }
+
+/// NCHW -> NHWC of random sizes around the tile sizes (17..80 channels,
+/// planes of 200..2600 elements, gaps between the source's planes and
+/// images), 1-, 2-, 4- and 8-byte elements, serial and parallel, against
+/// [`naive`]: tiles of 32 channels, and for planes a page and more apart
+/// and longer than a tile, tiles that walk along one block of planes
+/// first (`Body::Tile::jfirst`).
+#[test]
+fn many_channel_transposes_of_strided_sources_match_the_naive_copy() {
+    use proptest::prelude::*;
+    let config = ProptestConfig { cases: 48, rng_seed: proptest::test_runner::RngSeed::Fixed(47), ..ProptestConfig::default() };
+    proptest!(config, |(n in 1usize..3, c in 17usize..81, hw in 200usize..2600, gap in 0usize..40, pick in 0usize..4, parallel: bool)| {
+        let es = [1, 2, 4, 8][pick];
+        // Source strides in elements: planes `hw + gap` apart, images
+        // `c * (hw + gap) + gap` apart; destination NHWC, dense.
+        let (sc, sn) = (hw + gap, c * (hw + gap) + gap);
+        let dims = [n, hw, c];
+        let (ds, ss) = ([hw * c, c, 1], [sn, 1, sc]);
+        let len = n * sn;
+        let src: Vec<u64> = (0..len as u64).map(|v| v.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        let total = n * hw * c;
+        // The oracle on element indices, then the bytes of each element.
+        let mut idx = vec![0u32; total];
+        let ids: Vec<u32> = (0..len as u32).collect();
+        naive(&dims, &ds, &ss, &ids, &mut idx);
+        let bytes = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()[..es].to_vec()).collect() };
+        let sb = bytes(&src);
+        // The source's bytes in u64 storage, aligned for every element size.
+        let mut sbuf = vec![0u64; sb.len().div_ceil(8)];
+        for (k, chunk) in sb.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            sbuf[k] = u64::from_le_bytes(w);
+        }
+        let want: Vec<u8> = idx.iter().flat_map(|&i| sb[i as usize * es..(i as usize + 1) * es].to_vec()).collect();
+        let axes: Vec<Axis> = (0..3).map(|k| Axis { n: dims[k], ds: ds[k] as isize, ss: ss[k] as isize }).collect();
+        let mut got = vec![0u64; (total * es).div_ceil(8)];
+        // SAFETY: the source holds every element the axes reach (the
+        // last is below n * sn), the destination total elements.
+        unsafe { copy(es, &normalise(axes), got.as_mut_ptr() as *mut u8, sbuf.as_ptr() as *const u8, parallel) };
+        let got_bytes: Vec<u8> = got.iter().flat_map(|x| x.to_le_bytes()).take(total * es).collect();
+        prop_assert!(got_bytes == want, "n {n} c {c} hw {hw} gap {gap} es {es}");
+    });
+}
