@@ -60,10 +60,10 @@ proptest! {
 
 /// The benchmark's slow rows, scaled down to 32 MiB: `transposed (0,3)`
 /// (far-apart rows of multiples of 16: the direct write-out; tiles of 32
-/// of the 64 rows, batched), NHWC -> NCHW and NCHW -> NHWC with C = 256
-/// (whole rows of 1 KiB), NCHW -> NHWC with C = 64 (whole rows of 2 KiB,
-/// 32 of the 64 channels per tile) and the rank-5 permute of the bench
-/// (64 MiB; rows of 2 KiB, 1 MiB apart).
+/// of the 64 rows, batched), NHWC -> NCHW with C = 256 (whole source
+/// rows of 1 KiB), NCHW -> NHWC with C = 256 and 64 (planes of 64 and 128
+/// KiB: tiles of 32 channels that walk along their planes first) and the
+/// rank-5 permute of the bench (64 MiB; rows of 2 KiB, 1 MiB apart).
 #[test]
 fn streamed_far_apart_and_whole_row_transposes_equal_ndarray() {
     permute_case(vec![64, 16, 128, 64], vec![3, 1, 2, 0]);
