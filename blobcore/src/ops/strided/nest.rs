@@ -25,12 +25,30 @@ pub(super) enum Body {
     /// steps of the batch loop `c` (a loop that steps inside the rows on
     /// both sides, as the middle axis of a swap of the outer and inner
     /// axes; `n` 1 when there is none) make one tile, so that its rows
-    /// are read and written `ec` times longer. The block loops are at
-    /// `blocks` (of `i`) and `blocks + 1` (of `j`), swapped when `jfirst`.
-    Tile { j: Axis, i: Axis, c: Axis, ei: usize, ej: usize, ec: usize, blocks: usize, jfirst: bool },
+    /// are read and written `ec` times longer. Where the block loops are
+    /// is `order`'s (from `blocks`).
+    Tile { j: Axis, i: Axis, c: Axis, ei: usize, ej: usize, ec: usize, blocks: usize, order: Order },
     /// A tile of runs of `n` elements contiguous on both sides: the
     /// transpose of [`Body::Tile`] with a run as its element.
     Runs { n: usize, j: Axis, i: Axis, ei: usize, ej: usize, blocks: usize },
+}
+
+/// The order of a transpose tile's block loops among the loops inside
+/// the outer ones (from `Body::Tile::blocks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Order {
+    /// The block loop of `i` (the source's rows), then that of `j` (the
+    /// destination's), then the loops that step inside the rows, the
+    /// batch's last.
+    Blocks,
+    /// `j`'s block loop outside `i`'s: the tiles of one set of source
+    /// rows run one after the other along those rows.
+    JFirst,
+    /// `j`'s block loop, the loops inside the rows, then `i`'s block loop
+    /// innermost (no batch): the pieces of a set of source rows that
+    /// were split run one after the other, and each row is read from
+    /// start to end before the inside loops step on.
+    Along,
 }
 
 pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
@@ -87,11 +105,21 @@ pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
             // to tile, instead of the tiles of one destination block
             // (which switch to other source rows every tile).
             let jfirst = far && inner.n > ej && rest[p].n > ei;
+            // Whole source rows that make a tile of more than TILE_BYTES
+            // (`permute [4, 2, 0, 3, 1]`: 32 rows of 2 KiB, 2 MiB apart,
+            // into 512 destination rows) are split into pieces of
+            // SPLIT_ROW_BYTES, walked along the rows (`Order::Along`).
+            let along = whole && !jfirst && inner.n <= ej && row_bytes.saturating_mul(ej) > TILE_BYTES && row_bytes > SPLIT_ROW_BYTES;
+            let (ei, order) = match (along, jfirst) {
+                (true, _) => ((SPLIT_ROW_BYTES / es).max(1), Order::Along),
+                (false, true) => (ei, Order::JFirst),
+                (false, false) => (ei, Order::Blocks),
+            };
             let mut all = rest.to_vec();
             all.push(inner);
             let last = all.len() - 1;
             let none = Axis { n: 1, ds: 0, ss: 0 };
-            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0, jfirst })
+            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0, order })
         }
         _ => Nest { loops: rest.to_vec(), kind: Body::Strided { inner } },
     }
@@ -135,6 +163,20 @@ const TILE_BYTES: usize = 32 << 10;
 /// 0.59-0.60x (session 46).
 const WHOLE_ROW_BYTES: usize = 2 << 10;
 
+/// Bytes of each source row a tile takes when whole rows would make it
+/// larger than TILE_BYTES (`Order::Along`). Tiles of 16 KiB that run
+/// along their rows keep both sides' streams going from tile to tile
+/// where tiles of 64 KiB left the reads and writes in separate phases
+/// (a C model of the packed kernel, 2 threads: 64 KiB tiles read with
+/// the next tile prefetched 63-65 ms, 16 KiB tiles 57 ms, the streamed
+/// copy 50-54 ms). Alternated with the build before at 1 GiB on the
+/// 2-core VM (session 48, three rounds): `permute [4, 2, 0, 3, 1]`
+/// 0.59-0.63x -> 0.67x of the streamed copy, `permute [1, 3, 5, 0, 2,
+/// 4]` 0.67-0.71x -> 0.72-0.75x (pieces of 256 or 1024 bytes no better;
+/// batching 2 or 4 steps of the inside loop into each tile, for longer
+/// destination runs, worse: 0.50-0.58x).
+const SPLIT_ROW_BYTES: usize = 512;
+
 /// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`:
 /// the other loops outside the tile blocks, except those that step within
 /// the tile's rows on both sides (strides below the rows' strides), which
@@ -149,10 +191,19 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
     let inside = |a: &Axis| a.ss.unsigned_abs() < j.ss.unsigned_abs() && a.ds.unsigned_abs() < i.ds.unsigned_abs();
     let mut loops: Vec<Axis> = others.clone().filter(|a| !inside(a)).collect();
     let blocks = loops.len();
-    let jfirst = matches!(body, Body::Tile { jfirst: true, .. });
+    let order = match body {
+        Body::Tile { order, .. } => order,
+        _ => Order::Blocks,
+    };
     let bi = Axis { n: i.n.div_ceil(ei), ds: i.ds * ei as isize, ss: i.ss * ei as isize };
     let bj = Axis { n: j.n.div_ceil(ej), ds: j.ds * ej as isize, ss: j.ss * ej as isize };
-    loops.extend(if jfirst { [bj, bi] } else { [bi, bj] });
+    if let (Order::Along, Body::Tile { j, i, c, ei, ej, ec, .. }) = (order, body) {
+        loops.push(bj);
+        loops.extend(others.filter(|a| inside(a)));
+        loops.push(bi);
+        return Nest { loops, kind: Body::Tile { j, i, c, ei, ej, ec, blocks, order } };
+    }
+    loops.extend(if order == Order::JFirst { [bj, bi] } else { [bi, bj] });
     loops.extend(others.filter(|a| inside(a)));
     let kind = match body {
         Body::Tile { j, i, ei, ej, .. } => {
@@ -173,7 +224,7 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
                     loops.push(Axis { n: c.n.div_ceil(ec), ds: c.ds * ec as isize, ss: c.ss * ec as isize });
                 }
             }
-            Body::Tile { j, i, c, ei, ej, ec, blocks, jfirst }
+            Body::Tile { j, i, c, ei, ej, ec, blocks, order }
         }
         Body::Runs { n, j, i, ei, ej, .. } => Body::Runs { n, j, i, ei, ej, blocks },
         other => other,

@@ -91,6 +91,13 @@ fn packed_batched_and_interleaved_tiles_match_the_naive_copy() {
     // 70: channel blocks of 32, 32 and 6; rows of 1100 in blocks of 256):
     // the tiles walk along one block of source rows first.
     check_permutation(&[2, 70, 1100], &[0, 2, 1]);
+    // Whole rows of more than 512 bytes that would make a tile of more
+    // than 32 KiB: split into pieces of 128 (and an edge), walked along
+    // (far rows as in `permute [4, 2, 0, 3, 1]`, near ones as in
+    // `permute [1, 3, 5, 0, 2, 4]`).
+    check_permutation(&[2, 32, 3, 5, 300], &[4, 2, 0, 3, 1]);
+    check_permutation(&[2, 20, 3, 5, 500], &[4, 2, 0, 3, 1]);
+    check_permutation(&[2, 3, 4, 5, 32, 300], &[1, 3, 5, 0, 2, 4]);
     // NCHW <-> NHWC with C = 1..9 (interleaves for 2..8).
     for c in 1..=9 {
         check_permutation(&[2, c, 37, 29], &[0, 2, 3, 1]);
@@ -283,18 +290,63 @@ fn fusing_and_ordering() {
 
 #[test]
 fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
-    use super::nest::{nest, Body};
+    use super::nest::{nest, Body, Order};
     // NCHW -> NHWC of [2, 70, 1100] f32 (normalised loops: N, HW, C).
     let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1, ss: 1100 }, Axis { n: 1100, ds: 70, ss: 1 }]);
     let n = nest(&axes, 4);
-    let Body::Tile { jfirst, blocks, ej, ei, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
-    assert!(jfirst, "{n:?}");
+    let Body::Tile { order, blocks, ej, ei, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
+    assert_eq!(order, Order::JFirst, "{n:?}");
     // The block loop of the destination's rows (channels) is the outer one.
     assert_eq!((n.loops[blocks].n, n.loops[blocks + 1].n), (70usize.div_ceil(ej), 1100usize.div_ceil(ei)));
     // Source rows near each other (NHWC -> NCHW: 70 elements apart) keep
     // the usual order.
     let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1100, ss: 1 }, Axis { n: 1100, ds: 1, ss: 70 }]);
-    assert!(matches!(nest(&axes, 4).kind, Body::Tile { jfirst: false, .. }));
+    assert!(matches!(nest(&axes, 4).kind, Body::Tile { order: Order::Blocks, .. }));
+}
+
+#[test]
+fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
+    use super::nest::{nest, Body, Order};
+    // `permute [4, 2, 0, 3, 1]` of [16, 32, 32, 32, 512] f32 (the bench's
+    // 1 GiB row): 32 source rows of 2 KiB, 2 MiB apart, into rows of 32.
+    let dims = [16usize, 32, 32, 32, 512];
+    let p = [4usize, 2, 0, 3, 1];
+    let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+    let (ost, sst) = (row_major(&out), row_major(&dims));
+    let axes = normalise((0..5).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
+    let n = nest(&axes, 4);
+    let Body::Tile { order, blocks, ei, ej, ec, i, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
+    assert_eq!((order, ei, ej, ec), (Order::Along, 128, 32, 1), "{n:?}");
+    // The row pieces' block loop is the innermost, the destination rows'
+    // block loop first after the outer loops.
+    assert_eq!(n.loops.last().map(|a| (a.n, a.ss)), Some((4, 128)), "{n:?}");
+    assert_eq!(n.loops[blocks].n, 1, "{n:?}");
+    assert_eq!(i.n, 512);
+    // Rows that fit one tile whole (16 of 2 KiB: 32 KiB) stay whole.
+    let axes = normalise(vec![Axis { n: 512, ds: 16, ss: 1 }, Axis { n: 16, ds: 1, ss: 1 << 20 }]);
+    assert!(matches!(nest(&axes, 4).kind, Body::Tile { order: Order::Blocks, ei: 512, .. }));
+}
+
+/// Transposes whose whole source rows (129..512 f32, far apart or near)
+/// would make a tile of more than 32 KiB, split into pieces walked along
+/// the rows (`Order::Along`), with edges in both the pieces and the
+/// destination's rows, and outer and inside loops, against [`naive`];
+/// smaller tiles of the same ranges keep the usual order.
+#[test]
+fn split_rows_walked_along_match_the_naive_copy() {
+    use proptest::prelude::*;
+    let config = ProptestConfig { cases: 40, rng_seed: proptest::test_runner::RngSeed::Fixed(48), ..ProptestConfig::default() };
+    proptest!(config, |(outer in 1usize..3, j in 9usize..33, mid in 1usize..5, row in 129usize..513, far: bool)| {
+        // [outer, j, mid, row] -> [row, outer, mid, j]: the destination's
+        // rows (j) are `mid * row` source elements apart; with a third
+        // axis of 3 between j and mid, `3 * mid * row` (a page and more
+        // apart for most draws).
+        if far {
+            check_permutation(&[outer, j, 3, mid, row], &[4, 0, 3, 2, 1]);
+        } else {
+            check_permutation(&[outer, j, mid, row], &[3, 0, 2, 1]);
+        }
+    });
 }
 
 /// NCHW -> NHWC of random sizes around the tile sizes (17..80 channels,

@@ -1,7 +1,7 @@
 //! Runs a planned loop nest: the flat index space cut into tasks across
 //! the pool, each body a run, a strided run, a tile or a tile of runs.
 
-use super::nest::{nest, Body, Nest};
+use super::nest::{nest, Body, Nest, Order};
 #[cfg(target_arch = "x86_64")]
 use super::simd;
 use super::{Axis, PACK_FLOATS, STREAM_BYTES, TASK_BYTES};
@@ -94,11 +94,16 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
             match n.kind {
                 Body::Run { n } => run(d as *mut u8, s as *const u8, n * es, stream),
                 Body::Strided { inner } => strided_run(es, inner, d, s),
-                Body::Tile { j, i, c, ei, ej, ec, blocks, jfirst } => {
+                Body::Tile { j, i, c, ei, ej, ec, blocks, order } => {
                     // Which tile: the block loops are at `blocks`, `blocks +
-                    // 1` (swapped when `jfirst`), the batch's block loop (if
-                    // any) last.
-                    let (bi, bj) = if jfirst { (idx[blocks + 1], idx[blocks]) } else { (idx[blocks], idx[blocks + 1]) };
+                    // 1` (swapped for `JFirst`), the batch's block loop (if
+                    // any) last; `Along` has `j`'s at `blocks`, `i`'s last
+                    // and no batch.
+                    let (bi, bj) = match order {
+                        Order::Blocks => (idx[blocks], idx[blocks + 1]),
+                        Order::JFirst => (idx[blocks + 1], idx[blocks]),
+                        Order::Along => (idx[r - 1], idx[blocks]),
+                    };
                     let ni = (i.n - bi * ei).min(ei);
                     let nj = (j.n - bj * ej).min(ej);
                     let nc = if c.n > 1 { (c.n - idx[r - 1] * ec).min(ec) } else { 1 };
