@@ -777,6 +777,38 @@ def test_many_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype,
     assert same_bits(np.asarray(back), want)
 
 
+@settings(derandomize=True, deadline=None, max_examples=50, suppress_health_check=list(HealthCheck))
+@given(
+    outer=st.integers(1, 2),
+    j=st.integers(9, 33),
+    mid=st.integers(1, 4),
+    row=st.integers(129, 512),
+    dtype=st.sampled_from([np.float32, np.int32, np.float64, np.uint16]),
+    door=st.sampled_from(ALIASES + ["strided view"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_split_row_permutes_equal_numpy_through_every_door(outer, j, mid, row, dtype, door, seed):
+    # [outer, j, 3, mid, row] -> [row, outer, mid, 3, j] (the shape of
+    # `permute [4, 2, 0, 3, 1]`): whole source rows of 129..512 elements
+    # that would make a transpose tile of more than 32 KiB are split into
+    # 512-byte pieces walked along the rows; the source reached through
+    # every door to its memory and as a strided view of a larger array;
+    # `permuted` and `permute_from` against NumPy's transpose.
+    shape = (outer, j, 3, mid, row)
+    perm = [4, 0, 3, 2, 1]
+    big = (np.random.default_rng(seed).standard_normal((outer, j, 3, mid, row + 5)) * 50).astype(dtype)
+    if door == "strided view":
+        src, want = bc.Blob.from_numpy(big, copy=False)[..., 2:-3], big[..., 2:-3]
+    else:
+        want = big[..., :row].copy()
+        src = alias(bc.Blob.from_numpy(want.copy()), door)
+    expect = np.ascontiguousarray(want.transpose(perm))
+    assert same_bits(np.asarray(src.permuted(perm)), expect)
+    out = bc.Blob.tensor([shape[p] for p in perm], dtype=dtype)
+    out.permute_from(src, perm)
+    assert same_bits(np.asarray(out), expect)
+
+
 @SETTINGS
 @given(
     ak=array_and_key(for_set=True),
