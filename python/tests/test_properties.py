@@ -330,6 +330,21 @@ def alias(b: bc.Blob, kind: str) -> bc.Blob:
     return pickle.loads(data, buffers=bufs)
 
 
+# The doors of ALIASES, and a strided view of a larger NumPy array.
+DOORS_AND_VIEW = ALIASES + ["strided view"]
+
+
+def through_door(big: np.ndarray, index: tuple, door: str) -> tuple[bc.Blob, np.ndarray]:
+    """``big[index]`` as a blob reached through `door` (one of
+    DOORS_AND_VIEW) and the array it must equal: for "strided view" a
+    view of a blob over `big`'s own memory, else a dense copy reached
+    through `alias`."""
+    if door == "strided view":
+        return bc.Blob.from_numpy(big, copy=False)[index], big[index]
+    want = big[index].copy()
+    return alias(bc.Blob.from_numpy(want.copy()), door), want
+
+
 @st.composite
 def view_key(draw, shape):
     """A basic-indexing key (a view of the memory), steps of either sign."""
@@ -753,7 +768,7 @@ def test_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door
     h=st.integers(1, 24),
     w=st.integers(20, 130),
     dtype=st.sampled_from([np.float32, np.int32, np.float64, np.uint8, np.float16]),
-    door=st.sampled_from(ALIASES + ["strided view"]),
+    door=st.sampled_from(DOORS_AND_VIEW),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_many_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype, door, seed):
@@ -763,11 +778,7 @@ def test_many_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype,
     # planes before the next 32; the source reached through every door to
     # its memory and as a strided view of a larger array; against NumPy.
     a = (np.random.default_rng(seed).standard_normal((n, c, h + 1, w + 3)) * 50).astype(dtype)
-    if door == "strided view":
-        src, want = bc.Blob.from_numpy(a, copy=False)[:, :, 1:, 2:-1], a[:, :, 1:, 2:-1]
-    else:
-        want = a[:, :, :h, :w].copy()
-        src = alias(bc.Blob.from_numpy(want.copy()), door)
+    src, want = through_door(a, (slice(None), slice(None), slice(1, None), slice(2, -1)), door)
     nhwc = bc.Blob.with_desc(bc.TensorDesc(dtype, [n, c, h, w], bc.Layout.NHWC))
     nhwc.reorder_from(src)
     assert same_bits(np.asarray(nhwc), want)
@@ -784,7 +795,7 @@ def test_many_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype,
     mid=st.integers(1, 4),
     row=st.integers(129, 512),
     dtype=st.sampled_from([np.float32, np.int32, np.float64, np.uint16]),
-    door=st.sampled_from(ALIASES + ["strided view"]),
+    door=st.sampled_from(DOORS_AND_VIEW),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_split_row_permutes_equal_numpy_through_every_door(outer, j, mid, row, dtype, door, seed):
@@ -797,11 +808,7 @@ def test_split_row_permutes_equal_numpy_through_every_door(outer, j, mid, row, d
     shape = (outer, j, 3, mid, row)
     perm = [4, 0, 3, 2, 1]
     big = (np.random.default_rng(seed).standard_normal((outer, j, 3, mid, row + 5)) * 50).astype(dtype)
-    if door == "strided view":
-        src, want = bc.Blob.from_numpy(big, copy=False)[..., 2:-3], big[..., 2:-3]
-    else:
-        want = big[..., :row].copy()
-        src = alias(bc.Blob.from_numpy(want.copy()), door)
+    src, want = through_door(big, (Ellipsis, slice(2, -3)), door)
     expect = np.ascontiguousarray(want.transpose(perm))
     assert same_bits(np.asarray(src.permuted(perm)), expect)
     out = bc.Blob.tensor([shape[p] for p in perm], dtype=dtype)
