@@ -169,7 +169,7 @@ const WHOLE_ROW_BYTES: usize = 2 << 10;
 /// where tiles of 64 KiB left the reads and writes in separate phases
 /// (a C model of the packed kernel, 2 threads: 64 KiB tiles read with
 /// the next tile prefetched 63-65 ms, 16 KiB tiles 57 ms, the streamed
-/// copy 50-54 ms). Alternated with the build before at 1 GiB on the
+/// copy 44-55 ms in the same runs). Alternated with the build before at 1 GiB on the
 /// 2-core VM (session 48, three rounds): `permute [4, 2, 0, 3, 1]`
 /// 0.59-0.63x -> 0.67x of the streamed copy, `permute [1, 3, 5, 0, 2,
 /// 4]` 0.67-0.71x -> 0.72-0.75x (pieces of 256 or 1024 bytes no better;
