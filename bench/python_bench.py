@@ -159,6 +159,19 @@ def main() -> None:
     scale_out(bb, big)
 
 
+def permute_row(a: np.ndarray, b: "bc.Blob", p: tuple, mib: int) -> None:
+    """One row: `b` (a blob equal to `a`) permuted by `p` into a
+    preallocated blob against NumPy's copyto of the transposed view into
+    a preallocated array; the two results checked equal."""
+    shape = [a.shape[k] for k in p]
+    out_b = bc.Blob.tensor(shape)
+    out_b.fill(0.0)
+    out_a = np.zeros(shape, np.float32)
+    row(f"permute{p} {mib} MiB", best(lambda: out_b.permute_from(b, list(p)), 1, 3),
+        best(lambda: np.copyto(out_a, a.transpose(p)), 1, 3))
+    np.testing.assert_array_equal(np.asarray(out_b), out_a)
+
+
 def layouts(mib: int) -> None:
     """Issue 15: transposes, permutes and NCHW -> NHWC into preallocated
     outputs (no page faults on either side), blob vs NumPy's copyto of a
@@ -169,29 +182,15 @@ def layouts(mib: int) -> None:
     b = bc.Blob.from_numpy(a)
     perms = [(1, 0, 2, 3), (2, 1, 0, 3), (0, 2, 1, 3), (0, 1, 3, 2), (3, 1, 2, 0), (0, 3, 2, 1), (2, 0, 3, 1)]
     for p in perms:
-        shape = [dims[k] for k in p]
-        out_b = bc.Blob.tensor(shape)
-        out_b.fill(0.0)
-        out_a = np.zeros(shape, np.float32)
-        row(f"permute{p} {mib} MiB", best(lambda: out_b.permute_from(b, list(p)), 1, 3),
-            best(lambda: np.copyto(out_a, a.transpose(p)), 1, 3))
-    np.testing.assert_array_equal(np.asarray(out_b), out_a)
-    del out_b, out_a
+        permute_row(a, b, p, mib)
     # The Rust bench's permutes of rank 5 and 6 (`benches/ops.rs`), same
     # shapes: rows of 2 KiB (64 elements at --quick's 16 MiB).
     last = 64 * s if mib >= 128 else 8
     for pd, p in [((16, 32, 32, 32, last), (4, 2, 0, 3, 1)), ((8, 8, 16, 16, 32, last), (5, 0, 3, 1, 4, 2)),
                   ((8, 8, 16, 16, 32, last), (1, 3, 5, 0, 2, 4))]:
         src_a = np.random.default_rng(2).standard_normal(pd, dtype=np.float32)
-        src_b = bc.Blob.from_numpy(src_a)
-        shape = [pd[k] for k in p]
-        out_b = bc.Blob.tensor(shape)
-        out_b.fill(0.0)
-        out_a = np.zeros(shape, np.float32)
-        row(f"permute{p} {mib} MiB", best(lambda: out_b.permute_from(src_b, list(p)), 1, 3),
-            best(lambda: np.copyto(out_a, src_a.transpose(p)), 1, 3))
-        np.testing.assert_array_equal(np.asarray(out_b), out_a)
-        del src_a, src_b, out_b, out_a
+        permute_row(src_a, bc.Blob.from_numpy(src_a), p, mib)
+        del src_a
     # Merge / split along axis 1 into preallocated blobs and arrays.
     half = (dims[0], dims[1] // 2) + dims[2:]
     pa, pb = a[:, : dims[1] // 2].copy(), a[:, dims[1] // 2 :].copy()
