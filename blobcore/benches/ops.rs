@@ -27,7 +27,8 @@
 //!
 //! BLOBCORE_BENCH_MIB=128 (or 1024) runs one size only;
 //! BLOBCORE_BENCH_ONLY=text runs only the rows whose names contain it
-//! (and the dense copy they are measured against).
+//! (and the dense copy they are measured against), `a|b` the rows whose
+//! names contain either; blobs for the other rows are not made.
 
 use blobcore::{Blob, BlobDim, BlockingDesc, DType, Engine, Layout, TensorDesc};
 use rayon::prelude::*;
@@ -145,11 +146,18 @@ struct Table {
 }
 
 impl Table {
+    /// Whether any of the rows `names` runs: no filter, or one of the
+    /// filter's `|`-separated parts is in a name (blobs for rows that
+    /// don't run are not made).
+    fn wants(&self, names: &[&str]) -> bool {
+        self.only.as_ref().is_none_or(|o| o.split('|').any(|part| names.iter().any(|n| n.contains(part))))
+    }
+
     /// Times `op` against its limit; `target` is against blobcore's own
     /// streamed copy for copy-bound rows (once it is measured), else
     /// against the limit.
     fn row(&mut self, name: &str, base: &mut Baselines, limit: Limit, target: f64, op: &mut dyn FnMut()) {
-        if self.copy_from.is_some() && self.only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+        if self.copy_from.is_some() && !self.wants(&[name]) {
             return;
         }
         // Copy-bound rows alternate with both the plain copy and
@@ -223,8 +231,12 @@ fn run(mib: usize) {
     for (x, y) in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)] {
         let mut td = dims;
         td.swap(x, y);
+        let name = format!("transposed ({x},{y}) of {dims:?}");
+        if !t.wants(&[&name]) {
+            continue;
+        }
         let o = f32_blob(&e, &td, 0.0);
-        t.row(&format!("transposed ({x},{y}) of {dims:?}"), &mut base, Limit::Copy, 0.8, &mut || {
+        t.row(&name, &mut base, Limit::Copy, 0.8, &mut || {
             o.transpose_from(&a, x as isize, y as isize).unwrap()
         });
     }
@@ -235,24 +247,32 @@ fn run(mib: usize) {
         (vec![8, 8, 16, 16, 32, 64 * s], vec![5, 0, 3, 1, 4, 2]),
         (vec![8, 8, 16, 16, 32, 64 * s], vec![1, 3, 5, 0, 2, 4]),
     ] {
+        let name = format!("permute {perm:?}");
+        if !t.wants(&[&name]) {
+            continue;
+        }
         let a = f32_blob(&e, &dims, 1.0);
         let o = f32_blob(&e, &permuted_dims(&dims, &perm), 0.0);
         let axes: Vec<isize> = perm.iter().map(|&p| p as isize).collect();
-        t.row(&format!("permute {perm:?}"), &mut base, Limit::Copy, 0.8, &mut || o.permute_from(&a, &axes).unwrap());
+        t.row(&name, &mut base, Limit::Copy, 0.8, &mut || o.permute_from(&a, &axes).unwrap());
     }
     // Reorders: NCHW <-> NHWC at C = 256, 64 and 3 (1 GiB at N = 16),
     // NCHW <-> nChw8c, nChw8c <-> nChw16c.
     for d in [[2 * s, 256, 256, 256], [2 * s, 64, 512, 512], [2 * s, 3, 2048, 2730]] {
         let c = d[1];
-        if t.only.as_ref().is_some_and(|o| !format!("C={c} ").contains(o.as_str()) && !"reorder NCHW<->NHWC".contains(o.as_str())) {
+        let (to_nhwc, to_nchw) = (format!("reorder NCHW->NHWC C={c} {d:?}"), format!("reorder NHWC->NCHW C={c} {d:?}"));
+        if !t.wants(&[&to_nhwc, &to_nchw]) {
             continue;
         }
         let nchw = f32_blob(&e, &d, 1.0);
         let nhwc = Blob::with_desc(&e, &TensorDesc::new(DType::F32, &d, Layout::Nhwc).unwrap()).unwrap();
-        t.row(&format!("reorder NCHW->NHWC C={c} {d:?}"), &mut base, Limit::Copy, 0.8, &mut || nhwc.reorder_from(&nchw).unwrap());
-        t.row(&format!("reorder NHWC->NCHW C={c} {d:?}"), &mut base, Limit::Copy, 0.8, &mut || nchw.reorder_from(&nhwc).unwrap());
+        // Touched before it is read (NHWC->NCHW may run alone): memory
+        // never written reads as the kernel's zero page, not as DRAM.
+        nhwc.fill(1.0).unwrap();
+        t.row(&to_nhwc, &mut base, Limit::Copy, 0.8, &mut || nhwc.reorder_from(&nchw).unwrap());
+        t.row(&to_nchw, &mut base, Limit::Copy, 0.8, &mut || nchw.reorder_from(&nhwc).unwrap());
     }
-    if t.only.as_ref().is_none_or(|o| "reorder nChw8c nChw16c".contains(o.as_str()) || o.contains("Chw")) {
+    if t.wants(&["reorder NCHW->nChw8c", "reorder nChw8c->NCHW", "reorder nChw8c->nChw16c", "reorder nChw16c->nChw8c"]) {
         let d = [2 * s, 256, 256, 256];
         let nchw = f32_blob(&e, &d, 1.0);
         let b8 = with_desc(&e, &d, &[d[0], 32, 256, 256, 8], &[0, 1, 2, 3, 1]);
@@ -270,6 +290,9 @@ fn run(mib: usize) {
             ("Height", [1, 1, 1, side / 2, side, 1, 64], BlobDim::Height, [1, 1, 1, side, side, 1, 64]),
             ("Channels", [1, 1, 1, side, side, 1, 32], BlobDim::Channels, [1, 1, 1, side, side, 1, 64]),
         ] {
+            if !t.wants(&[&format!("merge {label}"), &format!("split {label}")]) {
+                continue;
+            }
             let (p, q, to) = (f32_blob(&e, &part, 1.0), f32_blob(&e, &part, 2.0), f32_blob(&e, &full, 0.0));
             let ax = axis as isize;
             t.row(&format!("merge {label}"), &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], ax, &to).unwrap());
@@ -277,12 +300,15 @@ fn run(mib: usize) {
         }
         // Axis 1 of the rank-4 transposes' shape (the issue-29 report).
         let half = [64, 64, 256, 16 * s];
-        let (p, q, to) = (f32_blob(&e, &half, 1.0), f32_blob(&e, &half, 2.0), f32_blob(&e, &dims, 0.0));
-        t.row(&format!("merge axis 1 into {dims:?}"), &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], 1, &to).unwrap());
-        t.row(&format!("split axis 1 of {dims:?}"), &mut base, Limit::Copy, 0.9, &mut || Blob::split(&to, 1, &[&p, &q]).unwrap());
+        let (merge, split) = (format!("merge axis 1 into {dims:?}"), format!("split axis 1 of {dims:?}"));
+        if t.wants(&[&merge, &split]) {
+            let (p, q, to) = (f32_blob(&e, &half, 1.0), f32_blob(&e, &half, 2.0), f32_blob(&e, &dims, 0.0));
+            t.row(&merge, &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], 1, &to).unwrap());
+            t.row(&split, &mut base, Limit::Copy, 0.9, &mut || Blob::split(&to, 1, &[&p, &q]).unwrap());
+        }
     }
     // Streaming ops.
-    {
+    if t.wants(&["asum", "sumsq", "fill", "fill 0 (the write pass's zeros)", "add (a += b)"]) {
         let n = bytes / 4;
         let a = f32_blob(&e, &[n], 1.0);
         let b = f32_blob(&e, &[n], 2.0);
