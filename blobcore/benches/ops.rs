@@ -272,15 +272,16 @@ fn run(mib: usize) {
         t.row(&to_nhwc, &mut base, Limit::Copy, 0.8, &mut || nhwc.reorder_from(&nchw).unwrap());
         t.row(&to_nchw, &mut base, Limit::Copy, 0.8, &mut || nchw.reorder_from(&nhwc).unwrap());
     }
-    if t.wants(&["reorder NCHW->nChw8c", "reorder nChw8c->NCHW", "reorder nChw8c->nChw16c", "reorder nChw16c->nChw8c"]) {
+    let blocked = ["reorder NCHW->nChw8c", "reorder nChw8c->NCHW", "reorder nChw8c->nChw16c", "reorder nChw16c->nChw8c"];
+    if t.wants(&blocked) {
         let d = [2 * s, 256, 256, 256];
         let nchw = f32_blob(&e, &d, 1.0);
         let b8 = with_desc(&e, &d, &[d[0], 32, 256, 256, 8], &[0, 1, 2, 3, 1]);
         let b16 = with_desc(&e, &d, &[d[0], 16, 256, 256, 16], &[0, 1, 2, 3, 1]);
-        t.row("reorder NCHW->nChw8c", &mut base, Limit::Copy, 0.8, &mut || b8.reorder_from(&nchw).unwrap());
-        t.row("reorder nChw8c->NCHW", &mut base, Limit::Copy, 0.8, &mut || nchw.reorder_from(&b8).unwrap());
-        t.row("reorder nChw8c->nChw16c", &mut base, Limit::Copy, 0.8, &mut || b16.reorder_from(&b8).unwrap());
-        t.row("reorder nChw16c->nChw8c", &mut base, Limit::Copy, 0.8, &mut || b8.reorder_from(&b16).unwrap());
+        t.row(blocked[0], &mut base, Limit::Copy, 0.8, &mut || b8.reorder_from(&nchw).unwrap());
+        t.row(blocked[1], &mut base, Limit::Copy, 0.8, &mut || nchw.reorder_from(&b8).unwrap());
+        t.row(blocked[2], &mut base, Limit::Copy, 0.8, &mut || b16.reorder_from(&b8).unwrap());
+        t.row(blocked[3], &mut base, Limit::Copy, 0.8, &mut || b8.reorder_from(&b16).unwrap());
     }
     // Merge / split along BatchLength, Height and Channels of a rank-7 image blob.
     {
@@ -290,13 +291,14 @@ fn run(mib: usize) {
             ("Height", [1, 1, 1, side / 2, side, 1, 64], BlobDim::Height, [1, 1, 1, side, side, 1, 64]),
             ("Channels", [1, 1, 1, side, side, 1, 32], BlobDim::Channels, [1, 1, 1, side, side, 1, 64]),
         ] {
-            if !t.wants(&[&format!("merge {label}"), &format!("split {label}")]) {
+            let (merge, split) = (format!("merge {label}"), format!("split {label}"));
+            if !t.wants(&[&merge, &split]) {
                 continue;
             }
             let (p, q, to) = (f32_blob(&e, &part, 1.0), f32_blob(&e, &part, 2.0), f32_blob(&e, &full, 0.0));
             let ax = axis as isize;
-            t.row(&format!("merge {label}"), &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], ax, &to).unwrap());
-            t.row(&format!("split {label}"), &mut base, Limit::Copy, 0.9, &mut || Blob::split(&to, ax, &[&p, &q]).unwrap());
+            t.row(&merge, &mut base, Limit::Copy, 0.9, &mut || Blob::merge(&[&p, &q], ax, &to).unwrap());
+            t.row(&split, &mut base, Limit::Copy, 0.9, &mut || Blob::split(&to, ax, &[&p, &q]).unwrap());
         }
         // Axis 1 of the rank-4 transposes' shape (the issue-29 report).
         let half = [64, 64, 256, 16 * s];
@@ -308,19 +310,20 @@ fn run(mib: usize) {
         }
     }
     // Streaming ops.
-    if t.wants(&["asum", "sumsq", "fill", "fill 0 (the write pass's zeros)", "add (a += b)"]) {
+    let streaming = ["asum", "sumsq", "fill", "fill 0 (the write pass's zeros)", "add (a += b)"];
+    if t.wants(&streaming) {
         let n = bytes / 4;
         let a = f32_blob(&e, &[n], 1.0);
         let b = f32_blob(&e, &[n], 2.0);
-        t.row("asum", &mut base, Limit::Read, 0.9, &mut || {
+        t.row(streaming[0], &mut base, Limit::Read, 0.9, &mut || {
             black_box(a.asum().unwrap());
         });
-        t.row("sumsq", &mut base, Limit::Read, 0.9, &mut || {
+        t.row(streaming[1], &mut base, Limit::Read, 0.9, &mut || {
             black_box(a.sumsq().unwrap());
         });
-        t.row("fill", &mut base, Limit::Write, 0.9, &mut || a.fill(3.0).unwrap());
-        t.row("fill 0 (the write pass's zeros)", &mut base, Limit::Write, 0.9, &mut || a.fill(0.0).unwrap());
-        t.row("add (a += b)", &mut base, Limit::CopyTimes(1.5), 0.9, &mut || a.add(&b).unwrap());
+        t.row(streaming[2], &mut base, Limit::Write, 0.9, &mut || a.fill(3.0).unwrap());
+        t.row(streaming[3], &mut base, Limit::Write, 0.9, &mut || a.fill(0.0).unwrap());
+        t.row(streaming[4], &mut base, Limit::CopyTimes(1.5), 0.9, &mut || a.add(&b).unwrap());
     }
     let missed: Vec<&str> = t.rows.iter().filter(|r| r.2 < r.4).map(|r| r.0.as_str()).collect();
     println!("{mib} MiB: {} of {} rows meet their target; missing: {missed:?}", t.rows.len() - missed.len(), t.rows.len());
