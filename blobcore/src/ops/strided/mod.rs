@@ -20,13 +20,16 @@
 //! `reorder_from` and strided copies all come here.
 //!
 //! Where each part lives: [`nest`] plans the loop nest (runs, tiles,
-//! tiles of runs), [`walk`] runs it across the pool, [`dense`] holds the
+//! tiles of runs) with the tile shapes [`tuning`] picks for the
+//! processor (Intel's and AMD's want different ones), [`walk`] runs it
+//! across the pool, [`dense`] holds the
 //! streamed dense copies, fills, row copies and merges that the copy,
 //! fill and merge operations call directly, and `simd` the x86-64
 //! kernels. [`copy`] is the entry point.
 
 mod dense;
 mod nest;
+mod tuning;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 #[cfg(test)]
@@ -107,5 +110,6 @@ pub(crate) const PACK_FLOATS: usize = 40 << 10;
 /// MiB `(0,3)` 0.46-0.48x -> 0.61-0.63x and the first two permutes
 /// 0.52-0.54x -> 0.72-0.74x. (Since session 46 a tile reads at most 32
 /// source rows that lie far apart, and such a tile batches to half of
-/// this: see `nest.rs`.)
+/// this: see `nest.rs`.) On AMD processors batches grow to four times
+/// this (see `tuning.rs`).
 pub(crate) const BATCH_FLOATS: usize = 8 << 10;

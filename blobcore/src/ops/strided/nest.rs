@@ -2,7 +2,8 @@
 //! the blocks of the two tiled loops, then one run, tile or tile of runs
 //! per index.
 
-use super::{Axis, BATCH_FLOATS};
+use super::tuning::Tuning;
+use super::Axis;
 
 /// The loop nest [`copy`](super::copy) runs: outer loops, then (for a transpose) the
 /// blocks of the two tiled loops, then one tile or run per index.
@@ -51,7 +52,7 @@ pub(super) enum Order {
     Along,
 }
 
-pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
+pub(super) fn nest(axes: &[Axis], es: usize, tuning: Tuning) -> Nest {
     let Some(&inner) = axes.last() else {
         return Nest { loops: Vec::new(), kind: Body::Run { n: 1 } };
     };
@@ -65,8 +66,8 @@ pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
             let j = rest.len() - 1;
             let p = (0..rest.len()).min_by_key(|&k| rest[k].ss.unsigned_abs()).unwrap_or(j);
             if p != j && rest[p].ss.unsigned_abs() < rest[j].ss.unsigned_abs() {
-                let edge = (RUN_TILE_BYTES / run_bytes).isqrt().clamp(4, 64);
-                return tiled(rest, p, j, Body::Runs { n: inner.n, j: rest[j], i: rest[p], ei: edge, ej: edge, blocks: 0 });
+                let (ei, ej) = tuning.run_tile(run_bytes);
+                return tiled(rest, p, j, Body::Runs { n: inner.n, j: rest[j], i: rest[p], ei, ej, blocks: 0 }, tuning);
             }
         }
         return Nest { loops: rest.to_vec(), kind: Body::Run { n: inner.n } };
@@ -119,7 +120,7 @@ pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
             all.push(inner);
             let last = all.len() - 1;
             let none = Axis { n: 1, ds: 0, ss: 0 };
-            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0, order })
+            tiled(&all, p, last, Body::Tile { j: inner, i: rest[p], c: none, ei, ej, ec: 1, blocks: 0, order }, tuning)
         }
         _ => Nest { loops: rest.to_vec(), kind: Body::Strided { inner } },
     }
@@ -133,9 +134,6 @@ pub(super) fn nest(axes: &[Axis], es: usize) -> Nest {
 /// several KiB (0.23-0.56x of the streamed copy at 1 GiB before, about
 /// 0.9x after, this 2-core VM).
 pub(super) const SHORT_RUN: usize = 4096;
-/// Bytes a tile of runs reads (and writes): 16 x 16 runs of 512 bytes.
-const RUN_TILE_BYTES: usize = 128 << 10;
-
 /// Source rows at least this many bytes apart (a page) are separate
 /// streams to the hardware prefetcher (see [`STREAM_ROWS`]); the packed
 /// tiles (`simd/tiles.rs`) copy such rows into a scratch tile first.
@@ -181,7 +179,7 @@ const SPLIT_ROW_BYTES: usize = 512;
 /// the other loops outside the tile blocks, except those that step within
 /// the tile's rows on both sides (strides below the rows' strides), which
 /// run inside them so that every row is walked from start to end.
-fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
+fn tiled(axes: &[Axis], p: usize, q: usize, body: Body, tuning: Tuning) -> Nest {
     let (i, j) = (axes[p], axes[q]);
     let (ei, ej) = match body {
         Body::Tile { ei, ej, .. } | Body::Runs { ei, ej, .. } => (ei, ej),
@@ -215,7 +213,7 @@ fn tiled(axes: &[Axis], p: usize, q: usize, body: Body) -> Nest {
             // runs only, and grows to half as much (`(0,3)` at 1 GiB:
             // no batch beat batches of two; at 128 MiB, source rows of
             // 64 bytes: batches of 8 beat batches of 16 and none).
-            let batch = if ej >= j.n { BATCH_FLOATS } else { BATCH_FLOATS / 2 };
+            let batch = if ej >= j.n { tuning.batch_floats() } else { tuning.batch_floats() / 2 };
             if loops.len() > blocks + 2 {
                 if let Some(last) = loops.pop() {
                     c = last;

@@ -1,7 +1,33 @@
 //! The strided copy against a naive oracle.
 
 use super::nest::SHORT_RUN;
+use super::tuning::Tuning;
 use super::*;
+use std::cell::Cell;
+
+thread_local! {
+    /// The tuning the tests' [`copy`] plans with (set by [`each_tuning`]).
+    static TUNING: Cell<Tuning> = const { Cell::new(Tuning::Square) };
+}
+
+/// Runs `f` once with each tuning's tile shapes: every plan is checked
+/// against the oracle on any machine, whichever tuning it would pick.
+fn each_tuning(f: impl Fn()) {
+    for t in Tuning::ALL {
+        TUNING.with(|c| c.set(t));
+        f();
+    }
+    TUNING.with(|c| c.set(Tuning::host()));
+}
+
+/// [`super::copy`] with the tuning [`each_tuning`] set on this thread.
+///
+/// # Safety
+/// As [`super::copy`].
+unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8, parallel: bool) {
+    // SAFETY: forwarded.
+    unsafe { walk::copy_tuned(es, axes, dst, src, parallel, TUNING.with(Cell::get)) }
+}
 
 /// The slow oracle: every index, in any order.
 fn naive(dims: &[usize], ds: &[usize], ss: &[usize], src: &[u32], dst: &mut [u32]) {
@@ -28,6 +54,10 @@ fn row_major(dims: &[usize]) -> Vec<usize> {
 
 #[test]
 fn permutations_match_the_naive_copy() {
+    each_tuning(permutations);
+}
+
+fn permutations() {
     // Edges (not multiples of 8), unit dims, every permutation of rank 4.
     let dims = [3usize, 9, 1, 17];
     let n: usize = dims.iter().product();
@@ -77,6 +107,10 @@ fn check_permutation(dims: &[usize], p: &[usize]) {
 
 #[test]
 fn packed_batched_and_interleaved_tiles_match_the_naive_copy() {
+    each_tuning(packed_batched_and_interleaved);
+}
+
+fn packed_batched_and_interleaved() {
     // Source rows 1030 and more elements apart (packed tiles), a middle
     // axis stepping inside both sides' rows (a batch), counts that are
     // not multiples of the 8x16 kernels (edges).
@@ -98,6 +132,10 @@ fn packed_batched_and_interleaved_tiles_match_the_naive_copy() {
     check_permutation(&[2, 32, 3, 5, 300], &[4, 2, 0, 3, 1]);
     check_permutation(&[2, 20, 3, 5, 500], &[4, 2, 0, 3, 1]);
     check_permutation(&[2, 3, 4, 5, 32, 300], &[1, 3, 5, 0, 2, 4]);
+    // A batch that is not a multiple of its step count (as in `permute
+    // [5, 0, 3, 1, 4, 2]`: 16 far rows of 600, 7 steps inside, batched
+    // by 4 with `Tuning::LongReads`).
+    check_permutation(&[1, 2, 16, 3, 7, 600], &[5, 0, 3, 1, 4, 2]);
     // NCHW <-> NHWC with C = 1..9 (interleaves for 2..8).
     for c in 1..=9 {
         check_permutation(&[2, c, 37, 29], &[0, 2, 3, 1]);
@@ -171,6 +209,10 @@ fn register_interleaves_match_indexing() {
 
 #[test]
 fn tiles_of_runs_up_to_the_short_run_limit_match_the_naive_copy() {
+    each_tuning(tiles_of_runs);
+}
+
+fn tiles_of_runs() {
     // Swaps of outer axes over inner runs of 516 B (not a multiple of
     // 32: the scalar path), 512 B, 2 KiB and just under SHORT_RUN (the
     // AVX path), counts that are not multiples of the tile's edge, and
@@ -182,10 +224,18 @@ fn tiles_of_runs_up_to_the_short_run_limit_match_the_naive_copy() {
     }
     check_permutation(&[64, 8, 128, 128], &[2, 1, 0, 3]);
     check_permutation(&[40, 2, 130, 1024], &[2, 1, 0, 3]);
+    // Runs of 64 and 32 bytes: edges in both of `Tuning::LongReads`'
+    // 256 x 4 runs (300 and 7), and the square tiles of short runs.
+    check_permutation(&[7, 300, 16], &[1, 0, 2]);
+    check_permutation(&[7, 300, 8], &[1, 0, 2]);
 }
 
 #[test]
 fn negative_strides_on_either_side_match_the_naive_copy() {
+    each_tuning(negative_strides);
+}
+
+fn negative_strides() {
     // Every sign pattern of a rank-3 permuted copy, for each element
     // size: the destination row-major (maybe reversed per axis), the
     // source a permutation (maybe reversed per axis).
@@ -269,13 +319,15 @@ fn streamed_fills_cover_exactly_the_slice() {
 
 #[test]
 fn empty_loops_copy_nothing() {
-    let axes = vec![Axis { n: 0, ds: 3, ss: 1 }, Axis { n: 3, ds: 1, ss: 4 }];
-    let mut dst = [7u32; 4];
-    for parallel in [false, true] {
-        // SAFETY: no element is reached.
-        unsafe { copy(4, &normalise(axes.clone()), dst.as_mut_ptr() as *mut u8, [1u32; 4].as_ptr() as *const u8, parallel) };
-    }
-    assert_eq!(dst, [7; 4]);
+    each_tuning(|| {
+        let axes = vec![Axis { n: 0, ds: 3, ss: 1 }, Axis { n: 3, ds: 1, ss: 4 }];
+        let mut dst = [7u32; 4];
+        for parallel in [false, true] {
+            // SAFETY: no element is reached.
+            unsafe { copy(4, &normalise(axes.clone()), dst.as_mut_ptr() as *mut u8, [1u32; 4].as_ptr() as *const u8, parallel) };
+        }
+        assert_eq!(dst, [7; 4]);
+    });
 }
 
 #[test]
@@ -293,7 +345,7 @@ fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
     use super::nest::{nest, Body, Order};
     // NCHW -> NHWC of [2, 70, 1100] f32 (normalised loops: N, HW, C).
     let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1, ss: 1100 }, Axis { n: 1100, ds: 70, ss: 1 }]);
-    let n = nest(&axes, 4);
+    let n = nest(&axes, 4, Tuning::Square);
     let Body::Tile { order, blocks, ej, ei, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
     assert_eq!(order, Order::JFirst, "{n:?}");
     // The block loop of the destination's rows (channels) is the outer one.
@@ -301,7 +353,7 @@ fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
     // Source rows near each other (NHWC -> NCHW: 70 elements apart) keep
     // the usual order.
     let axes = normalise(vec![Axis { n: 2, ds: 77_000, ss: 77_000 }, Axis { n: 70, ds: 1100, ss: 1 }, Axis { n: 1100, ds: 1, ss: 70 }]);
-    assert!(matches!(nest(&axes, 4).kind, Body::Tile { order: Order::Blocks, .. }));
+    assert!(matches!(nest(&axes, 4, Tuning::Square).kind, Body::Tile { order: Order::Blocks, .. }));
 }
 
 #[test]
@@ -314,7 +366,7 @@ fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
     let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
     let (ost, sst) = (row_major(&out), row_major(&dims));
     let axes = normalise((0..5).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
-    let n = nest(&axes, 4);
+    let n = nest(&axes, 4, Tuning::Square);
     let Body::Tile { order, blocks, ei, ej, ec, i, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
     assert_eq!((order, ei, ej, ec), (Order::Along, 128, 32, 1), "{n:?}");
     // The row pieces' block loop is the innermost, the destination rows'
@@ -324,7 +376,7 @@ fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
     assert_eq!(i.n, 512);
     // Rows that fit one tile whole (16 of 2 KiB: 32 KiB) stay whole.
     let axes = normalise(vec![Axis { n: 512, ds: 16, ss: 1 }, Axis { n: 16, ds: 1, ss: 1 << 20 }]);
-    assert!(matches!(nest(&axes, 4).kind, Body::Tile { order: Order::Blocks, ei: 512, .. }));
+    assert!(matches!(nest(&axes, 4, Tuning::Square).kind, Body::Tile { order: Order::Blocks, ei: 512, .. }));
 }
 
 /// Transposes whose whole source rows (129..512 f32, far apart or near)
@@ -336,7 +388,7 @@ fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
 fn split_rows_walked_along_match_the_naive_copy() {
     use proptest::prelude::*;
     let config = ProptestConfig { cases: 40, rng_seed: proptest::test_runner::RngSeed::Fixed(48), ..ProptestConfig::default() };
-    proptest!(config, |(outer in 1usize..3, j in 9usize..33, mid in 1usize..5, row in 129usize..513, far: bool)| {
+    each_tuning(|| proptest!(config.clone(), |(outer in 1usize..3, j in 9usize..33, mid in 1usize..5, row in 129usize..513, far: bool)| {
         // [outer, j, mid, row] -> [row, outer, mid, j]: the destination's
         // rows (j) are `mid * row` source elements apart; with a third
         // axis of 3 between j and mid, `3 * mid * row` (a page and more
@@ -346,7 +398,7 @@ fn split_rows_walked_along_match_the_naive_copy() {
         } else {
             check_permutation(&[outer, j, mid, row], &[3, 0, 2, 1]);
         }
-    });
+    }));
 }
 
 /// NCHW -> NHWC of random sizes around the tile sizes (17..80 channels,
@@ -359,7 +411,7 @@ fn split_rows_walked_along_match_the_naive_copy() {
 fn many_channel_transposes_of_strided_sources_match_the_naive_copy() {
     use proptest::prelude::*;
     let config = ProptestConfig { cases: 48, rng_seed: proptest::test_runner::RngSeed::Fixed(47), ..ProptestConfig::default() };
-    proptest!(config, |(n in 1usize..3, c in 17usize..81, hw in 200usize..2600, gap in 0usize..40, pick in 0usize..4, parallel: bool)| {
+    each_tuning(|| proptest!(config.clone(), |(n in 1usize..3, c in 17usize..81, hw in 200usize..2600, gap in 0usize..40, pick in 0usize..4, parallel: bool)| {
         let es = [1, 2, 4, 8][pick];
         // Source strides in elements: planes `hw + gap` apart, images
         // `c * (hw + gap) + gap` apart; destination NHWC, dense.
@@ -390,5 +442,38 @@ fn many_channel_transposes_of_strided_sources_match_the_naive_copy() {
         unsafe { copy(es, &normalise(axes), got.as_mut_ptr() as *mut u8, sbuf.as_ptr() as *const u8, parallel) };
         let got_bytes: Vec<u8> = got.iter().flat_map(|x| x.to_le_bytes()).take(total * es).collect();
         prop_assert!(got_bytes == want, "n {n} c {c} hw {hw} gap {gap} es {es}");
-    });
+    }));
+}
+
+#[test]
+fn long_reads_take_few_long_source_streams_and_larger_batches() {
+    use super::nest::{nest, Body};
+    // `transposed (0,2)` of [64, 128, 256, 16] f32 (runs of 64 bytes):
+    // square tiles of 45 x 45 runs; LongReads 256 runs (16 KiB) of each
+    // of 4 source streams. Runs of 32 bytes keep the square tiles.
+    let axes = normalise(vec![
+        Axis { n: 256, ds: 128 * 64 * 16, ss: 16 },
+        Axis { n: 128, ds: 64 * 16, ss: 256 * 16 },
+        Axis { n: 64, ds: 16, ss: 128 * 256 * 16 },
+        Axis { n: 16, ds: 1, ss: 1 },
+    ]);
+    let runs = |t| match nest(&axes, 4, t).kind {
+        Body::Runs { ei, ej, .. } => (ei, ej),
+        k => panic!("not a tile of runs: {k:?}"),
+    };
+    assert_eq!((runs(Tuning::Square), runs(Tuning::LongReads)), ((45, 45), (256, 4)));
+    assert_eq!(Tuning::LongReads.run_tile(32), Tuning::Square.run_tile(32));
+    // `permute [5, 0, 3, 1, 4, 2]` of [8, 8, 16, 16, 32, 512] f32: tiles of
+    // 16 far rows of 2 KiB, batched over the inside axis of 32 by 1
+    // (Square) or 4 (LongReads).
+    let dims = [8usize, 8, 16, 16, 32, 512];
+    let p = [5usize, 0, 3, 1, 4, 2];
+    let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+    let (ost, sst) = (row_major(&out), row_major(&dims));
+    let axes = normalise((0..6).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
+    let batch = |t| match nest(&axes, 4, t).kind {
+        Body::Tile { ei, ej, ec, c, .. } => (ei, ej, ec, c.n),
+        k => panic!("not a tile: {k:?}"),
+    };
+    assert_eq!((batch(Tuning::Square), batch(Tuning::LongReads)), ((512, 16, 1, 32), (512, 16, 4, 32)));
 }

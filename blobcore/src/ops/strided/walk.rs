@@ -2,6 +2,7 @@
 //! the pool, each body a run, a strided run, a tile or a tile of runs.
 
 use super::nest::{nest, Body, Nest, Order};
+use super::tuning::Tuning;
 #[cfg(target_arch = "x86_64")]
 use super::simd;
 use super::{Axis, PACK_FLOATS, STREAM_BYTES, TASK_BYTES};
@@ -17,6 +18,16 @@ use smallvec::{smallvec, SmallVec};
 /// pointers must be aligned to `es`, a power of two up to 8; source and
 /// destination must not overlap.
 pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8, parallel: bool) {
+    // SAFETY: forwarded.
+    unsafe { copy_tuned(es, axes, dst, src, parallel, Tuning::host()) }
+}
+
+/// [`copy`] with the tile shapes of `tuning` (tests run every tuning on
+/// any machine).
+///
+/// # Safety
+/// As [`copy`].
+pub(super) unsafe fn copy_tuned(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8, parallel: bool, tuning: Tuning) {
     // Loops with a negative destination stride run backwards from their
     // last index: the same pairs of elements, with writes moving forwards.
     let (mut dst, mut src) = (dst as usize, src as usize);
@@ -32,7 +43,7 @@ pub(crate) unsafe fn copy(es: usize, axes: &[Axis], dst: *mut u8, src: *const u8
         }
     }
     let (dst, src) = (dst as *mut u8, src as *const u8);
-    let n = nest(&flipped, es);
+    let n = nest(&flipped, es, tuning);
     let per_body = match n.kind {
         Body::Run { n } => n,
         Body::Strided { inner } => inner.n,

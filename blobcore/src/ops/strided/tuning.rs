@@ -1,0 +1,108 @@
+//! Tile shapes per processor family: how many source streams a transpose
+//! tile reads at once, how long each is, and how far a batch grows.
+//!
+//! The two families measured want different shapes. On Intel Xeons
+//! ([`Tuning::Square`], sessions 20-49: the 2-core VM and the 16-core
+//! host of the device machine) tiles of runs square on both sides stream
+//! best and batches of more than 32 KiB cost (`mod.rs`'s `BATCH_FLOATS`).
+//! On AMD Zen 5 ([`Tuning::LongReads`], session 50: this project's 2-core
+//! VM from 2026-12-01, an EPYC of family 26, 1 MiB of L2 per core, 32 MiB
+//! of L3) a tile of runs is fastest when it reads few source streams,
+//! each 16 KiB long, and writes many short destination pieces, and
+//! transpose tiles batch up to 128 KiB. Each family keeps the shapes it
+//! was measured with; a processor of neither vendor gets the square ones.
+//! The far-row rules (`nest.rs`'s `STREAM_ROWS`, whole rows, split rows)
+//! are the same for both: on the Zen 5 VM, tiles of 16 far rows of 16 KiB
+//! each took NCHW->NHWC at C = 64 from 0.78-0.81x to 0.86-0.89x of the
+//! streamed copy at 1 GiB, but `transposed (1,3)` from 0.80-0.83x to
+//! 0.42-0.58x, `permute [4, 2, 0, 3, 1]` from 0.72-0.77x to 0.46-0.48x and
+//! NCHW->NHWC at C = 256 from 0.80-0.81x to 0.74x, and were dropped.
+
+/// Which tile shapes [`super::nest`] plans with (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tuning {
+    /// Square tiles of runs, batches up to 32 KiB (Intel; the default).
+    Square,
+    /// Tiles of runs that read few long source streams and write many
+    /// short destination pieces, batches up to 128 KiB (AMD).
+    LongReads,
+}
+
+/// Bytes a tile of runs reads (and writes) with [`Tuning::Square`]:
+/// 16 x 16 runs of 512 bytes.
+const RUN_TILE_BYTES: usize = 128 << 10;
+
+/// Bytes of each source stream a [`Tuning::LongReads`] tile reads.
+const LONG_READ_BYTES: usize = 16 << 10;
+
+impl Tuning {
+    /// Both tunings, for tests that check every plan against an oracle.
+    #[cfg(test)]
+    pub(super) const ALL: [Tuning; 2] = [Tuning::Square, Tuning::LongReads];
+
+    /// The tuning of the processor this process runs on (looked up once).
+    pub(super) fn host() -> Tuning {
+        static HOST: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+        *HOST.get_or_init(|| if is_amd() { Tuning::LongReads } else { Tuning::Square })
+    }
+
+    /// A tile of runs of `run_bytes` (each contiguous on both sides):
+    /// `(ei, ej)`, the runs it takes along the source's next loop (`ei`,
+    /// one source stream of `ei` runs) and along the destination's (`ej`,
+    /// that many source streams).
+    ///
+    /// Square: about 128 KiB in a square (45 x 45 runs of 64 bytes, 16 x
+    /// 16 of 512). LongReads: for runs of 64 bytes and more, 4 source
+    /// streams of 16 KiB (256 runs of 64 bytes, 32 of 512). On the Zen 5
+    /// VM, alternated with the square tiles: `transposed (0,2)` and `(1,2)`
+    /// of `[64, 128, 256, 16]` (128 MiB, runs of 64 bytes) 0.39-0.65x ->
+    /// 0.98-1.05x of the streamed copy in a quiet phase (10.7-13.2 ms ->
+    /// 5.9-7.1 ms in a noisy one; 8 streams of 16 KiB gave 0.79-0.85x, 2
+    /// streams 0.82-0.98x, 16 or more 0.5-0.77x); of `[64, 128, 256, 128]`
+    /// (1 GiB, runs of 512 bytes) 48.9-65.4 ms -> 41.6-55.6 ms. Runs of 32
+    /// bytes (nChw16c -> nChw8c) were slower with 4 streams (5.3-5.7 ms
+    /// -> 6.8-8.9 ms at 128 MiB), so shorter runs keep the square tiles.
+    pub(super) fn run_tile(self, run_bytes: usize) -> (usize, usize) {
+        match self {
+            Tuning::Square => {
+                let edge = (RUN_TILE_BYTES / run_bytes.max(1)).isqrt().clamp(4, 64);
+                (edge, edge)
+            }
+            Tuning::LongReads if run_bytes >= 64 => ((LONG_READ_BYTES / run_bytes).clamp(4, 256), 4),
+            Tuning::LongReads => Tuning::Square.run_tile(run_bytes),
+        }
+    }
+
+    /// 4-byte elements a batch of tiles grows to (see `Body::Tile`).
+    /// Square: 32 KiB (`mod.rs`'s `BATCH_FLOATS`). LongReads: 128 KiB.
+    /// `permute [5, 0, 3, 1, 4, 2]` at 1 GiB on the Zen 5 VM (16 far
+    /// source rows of 2 KiB a tile, each 512 destination rows 4 MiB
+    /// apart getting 64 bytes per batch step): 0.68-0.69x -> 0.84-0.88x
+    /// of the streamed copy with batches of 64 or 128 KiB (256 KiB:
+    /// 0.73-0.76x), 67.6-77.7 ms -> 49.0-51.4 ms in a noisy phase; the
+    /// other batched rows (`(0,3)`, `(1,3)`, the other permutes) the same
+    /// within the noise.
+    pub(super) fn batch_floats(self) -> usize {
+        match self {
+            Tuning::Square => super::BATCH_FLOATS,
+            Tuning::LongReads => 4 * super::BATCH_FLOATS,
+        }
+    }
+}
+
+/// True on an AMD processor (CPUID's vendor string "AuthenticAMD").
+fn is_amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID leaf 0 names the vendor in EBX, EDX, ECX.
+        let r = std::arch::x86_64::__cpuid(0);
+        let mut v = [0u8; 12];
+        v[..4].copy_from_slice(&r.ebx.to_le_bytes());
+        v[4..8].copy_from_slice(&r.edx.to_le_bytes());
+        v[8..].copy_from_slice(&r.ecx.to_le_bytes());
+        &v == b"AuthenticAMD"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
