@@ -9,14 +9,18 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
-/// The dtype objects of `DType::ALL`, in its order, and their scalar
-/// types (`numpy.float32` ...; None for the markers of a missing ml_dtypes).
+/// The dtype objects of some of `DType::ALL` and their scalar types
+/// (`numpy.float32` ...; None for the markers of a missing ml_dtypes).
 struct Objects {
-    dtypes: Vec<Py<PyAny>>,
-    types: Vec<Option<Py<PyAny>>>,
+    dtypes: Vec<(DType, Py<PyAny>, Option<Py<PyAny>>)>,
 }
 
-static OBJECTS: PyOnceLock<Objects> = PyOnceLock::new();
+/// NumPy's own dtypes (loaded on first use).
+static NUMPY: PyOnceLock<Objects> = PyOnceLock::new();
+/// ml_dtypes' (bfloat16, float8): loaded only when one is needed or
+/// ml_dtypes is imported already, since importing it takes most of a
+/// second (see `blobcore/_dtypes.py`).
+static ML: PyOnceLock<Objects> = PyOnceLock::new();
 
 /// The name of `d`'s object in the `blobcore` module (`bool_` for bool,
 /// as NumPy spells its scalar type; the dtype's name otherwise).
@@ -42,17 +46,54 @@ pub fn ml_by_name(name: &str) -> Option<DType> {
 
 /// The Python object for `d` (`numpy.dtype("float32")` ...).
 pub fn to_py(py: Python<'_>, d: DType) -> PyResult<Bound<'_, PyAny>> {
-    let i = DType::ALL.iter().position(|x| *x == d).unwrap_or(0);
-    Ok(objects(py)?.dtypes[i].bind(py).clone())
+    let set = if ml_dtype(d).is_some() { ml_objects(py)? } else { numpy_objects(py)? };
+    let (_, o, _) = set.dtypes.iter().find(|(x, ..)| *x == d).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("blobcore: a dtype without its object"))?;
+    Ok(o.bind(py).clone())
 }
 
-fn objects(py: Python<'_>) -> PyResult<&Objects> {
-    OBJECTS.get_or_try_init(py, || -> PyResult<Objects> {
-        let m = py.import("blobcore._dtypes")?;
-        let dtypes = DType::ALL.iter().map(|d| m.getattr(attr_name(*d)).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
-        let types = dtypes.iter().map(|o| o.bind(py).getattr("type").ok().map(Bound::unbind)).collect();
-        Ok(Objects { dtypes, types })
-    })
+/// The objects of the dtypes of `DType::ALL` that ml_dtypes has (`ml`)
+/// or not, from `blobcore._dtypes`.
+fn load(py: Python<'_>, ml: bool) -> PyResult<Objects> {
+    let m = py.import("blobcore._dtypes")?;
+    let dtypes = DType::ALL
+        .iter()
+        .filter(|d| ml_dtype(**d).is_some() == ml)
+        .map(|d| {
+            let o = m.getattr(attr_name(*d))?;
+            let t = o.getattr("type").ok().map(Bound::unbind);
+            Ok((*d, o.unbind(), t))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Objects { dtypes })
+}
+
+fn numpy_objects(py: Python<'_>) -> PyResult<&Objects> {
+    NUMPY.get_or_try_init(py, || load(py, false))
+}
+
+fn ml_objects(py: Python<'_>) -> PyResult<&Objects> {
+    ML.get_or_try_init(py, || load(py, true))
+}
+
+/// The dtype in `o` whose object or scalar type `obj` is.
+fn find(py: Python<'_>, o: &Objects, obj: &Bound<'_, PyAny>) -> Option<DType> {
+    o.dtypes.iter().find(|(_, d, _)| d.bind(py).is(obj)).or_else(|| o.dtypes.iter().find(|(_, _, t)| t.as_ref().is_some_and(|t| t.bind(py).is(obj)))).map(|(d, ..)| *d)
+}
+
+/// True once ml_dtypes' objects may exist: ml_dtypes is imported, or
+/// `blobcore._dtypes` made one of its four (its markers, without ml_dtypes).
+pub(crate) fn ml_reachable(py: Python<'_>) -> PyResult<bool> {
+    if ML.get(py).is_some() {
+        return Ok(true);
+    }
+    let modules = py.import("sys")?.getattr("modules")?;
+    if modules.contains("ml_dtypes")? {
+        return Ok(true);
+    }
+    match modules.get_item("blobcore._dtypes") {
+        Ok(m) => Ok(m.getattr("__dict__")?.contains("bfloat16")?),
+        Err(_) => Ok(false),
+    }
 }
 
 /// The dtype whose object (`bc.float32` ...) or scalar type
@@ -64,10 +105,15 @@ fn objects(py: Python<'_>) -> PyResult<&Objects> {
 /// that is another object, byte-swapped, unpickled ...): callers then go
 /// by name.
 pub fn by_identity(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
-    let o = objects(py)?;
-    let found = o.dtypes.iter().position(|d| d.bind(py).is(obj))
-        .or_else(|| o.types.iter().position(|t| t.as_ref().is_some_and(|t| t.bind(py).is(obj))));
-    Ok(found.map(|i| DType::ALL[i]))
+    if let Some(d) = find(py, numpy_objects(py)?, obj) {
+        return Ok(Some(d));
+    }
+    // ml_dtypes' objects exist only once it is imported (or the markers
+    // made): until then nothing can be one, and it is not imported here.
+    if obj.is_instance_of::<PyString>() || !ml_reachable(py)? {
+        return Ok(None);
+    }
+    Ok(find(py, ml_objects(py)?, obj))
 }
 
 /// Parses a dtype argument: `None` (float32), a name, a NumPy or

@@ -27,14 +27,39 @@ const ABI_2: u32 = 0x0200_0000;
 struct Api {
     scalar: ScalarFn,
     pack: PackFn,
-    /// The NumPy dtype (a `PyArray_Descr`) of each of `DType::ALL`, when
-    /// the dtype object is one.
+    /// The NumPy dtype (a `PyArray_Descr`) of each of `DType::ALL` that
+    /// NumPy has itself (None for ml_dtypes' ones: see [`ML_DESCRS`]).
     descrs: Vec<Option<Py<PyAny>>>,
     /// `numpy.generic`, the base of NumPy's scalar types.
     generic: Py<pyo3::types::PyType>,
 }
 
 static API: PyOnceLock<Option<Api>> = PyOnceLock::new();
+
+/// ml_dtypes' dtypes (bfloat16, float8) as [`Api::descrs`] holds NumPy's:
+/// loaded when first needed, since importing ml_dtypes takes most of a
+/// second (see `crate::dtypes`).
+static ML_DESCRS: PyOnceLock<Vec<Option<Py<PyAny>>>> = PyOnceLock::new();
+
+/// The dtype objects of `DType::ALL` that are NumPy dtypes, those that
+/// ml_dtypes has (`ml`) or those it has not; None for the others.
+fn descr_objects(py: Python<'_>, ml: bool) -> PyResult<Vec<Option<Py<PyAny>>>> {
+    let dtype_type = py.import("numpy")?.getattr("dtype")?;
+    DType::ALL
+        .iter()
+        .map(|&d| {
+            if crate::dtypes::ml_dtype(d).is_some() != ml {
+                return Ok(None);
+            }
+            let obj = crate::dtypes::to_py(py, d)?;
+            Ok(if obj.is_instance(&dtype_type)? { Some(obj.unbind()) } else { None })
+        })
+        .collect()
+}
+
+fn ml_descrs(py: Python<'_>) -> PyResult<&Vec<Option<Py<PyAny>>>> {
+    ML_DESCRS.get_or_try_init(py, || descr_objects(py, true))
+}
 
 fn load(py: Python<'_>) -> PyResult<Option<Api>> {
     let capsule = py.import("numpy._core._multiarray_umath")?.getattr("_ARRAY_API")?;
@@ -60,14 +85,7 @@ fn load(py: Python<'_>) -> PyResult<Option<Api>> {
         let pack: PackFn = std::mem::transmute(*table.add(SLOT_PACK));
         (scalar, pack)
     };
-    let dtype_type = py.import("numpy")?.getattr("dtype")?;
-    let descrs = DType::ALL
-        .iter()
-        .map(|&d| {
-            let obj = crate::dtypes::to_py(py, d)?;
-            Ok(if obj.is_instance(&dtype_type)? { Some(obj.unbind()) } else { None })
-        })
-        .collect::<PyResult<Vec<_>>>()?;
+    let descrs = descr_objects(py, false)?;
     let generic = py.import("numpy")?.getattr("generic")?.cast_into::<pyo3::types::PyType>()?.unbind();
     Ok(Some(Api { scalar, pack, descrs, generic }))
 }
@@ -76,16 +94,17 @@ fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
     Ok(API.get_or_try_init(py, || load(py))?.as_ref())
 }
 
-fn descr(api: &Api, py: Python<'_>, d: DType) -> Option<*mut ffi::PyObject> {
-    let i = DType::ALL.iter().position(|x| *x == d)?;
-    api.descrs[i].as_ref().map(|o| o.bind(py).as_ptr())
+fn descr(api: &Api, py: Python<'_>, d: DType) -> PyResult<Option<*mut ffi::PyObject>> {
+    let Some(i) = DType::ALL.iter().position(|x| *x == d) else { return Ok(None) };
+    let set = if crate::dtypes::ml_dtype(d).is_some() { ml_descrs(py)? } else { &api.descrs };
+    Ok(set[i].as_ref().map(|o| o.bind(py).as_ptr()))
 }
 
 /// `s` as the NumPy scalar `a[i, j]` would return (`numpy.float32(...)`,
 /// ml_dtypes' scalars); None when the API or the dtype is not there.
 pub fn scalar<'py>(py: Python<'py>, s: &Scalar) -> PyResult<Option<Bound<'py, PyAny>>> {
     let Some(api) = api(py)? else { return Ok(None) };
-    let Some(d) = descr(api, py, s.dtype()) else { return Ok(None) };
+    let Some(d) = descr(api, py, s.dtype())? else { return Ok(None) };
     let mut bytes = [0u64; 2];
     // SAFETY: `bytes` is 8-aligned and holds the scalar's bytes;
     // PyArray_Scalar copies them into a new scalar (base NULL: nothing is
@@ -111,7 +130,7 @@ pub fn is_numpy_scalar(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<boo
 /// the dtype is not there.
 pub fn pack(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     let Some(api) = api(py)? else { return Ok(None) };
-    let Some(d) = descr(api, py, dtype) else { return Ok(None) };
+    let Some(d) = descr(api, py, dtype)? else { return Ok(None) };
     let mut bytes = [0u64; 2];
     // SAFETY: `d` is a live PyArray_Descr of an element of at most 8
     // bytes, `bytes` is 16 aligned bytes, and PyArray_Pack writes one
@@ -162,7 +181,14 @@ pub fn with_small_array<R>(py: Python<'_>, array: &Bound<'_, PyAny>, f: impl FnO
     if fields.flags & C_CONTIGUOUS == 0 {
         return Ok(None);
     }
-    let Some(i) = api.descrs.iter().position(|d| d.as_ref().is_some_and(|d| d.as_ptr() == fields.descr)) else { return Ok(None) };
+    let at = |set: &[Option<Py<PyAny>>]| set.iter().position(|d| d.as_ref().is_some_and(|d| d.as_ptr() == fields.descr));
+    // An array of ml_dtypes' dtypes exists only once ml_dtypes is imported.
+    let found = match at(&api.descrs) {
+        Some(i) => Some(i),
+        None if crate::dtypes::ml_reachable(py)? => at(ml_descrs(py)?),
+        None => None,
+    };
+    let Some(i) = found else { return Ok(None) };
     let dtype = DType::ALL[i];
     let nd = usize::try_from(fields.nd).unwrap_or(usize::MAX);
     if nd > blobcore::MAX_RANK {

@@ -16,12 +16,10 @@ write memory another thread is using raises :class:`BusyError` instead of
 racing. NumPy views of a blob are plain shared memory, as NumPy arrays are.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._dtypes import (
-    bfloat16,
     bool_,
-    float8_e4m3fn,
-    float8_e5m2,
-    float8_e8m0fnu,
     float16,
     float32,
     float64,
@@ -127,6 +125,24 @@ __all__ = [
     "float8_e8m0fnu",
 ]
 from . import _multiprocessing  # noqa: E402,F401 - registers the reducer of shared blobs
+
+# bfloat16 and the float8 dtypes are ml_dtypes' and made on first use (see
+# _dtypes): importing ml_dtypes takes most of a second.
+if TYPE_CHECKING:
+    from ._dtypes import bfloat16, float8_e4m3fn, float8_e5m2, float8_e8m0fnu
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name in _dtypes._ML:
+            value = getattr(_dtypes, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list:
+        return sorted(set(globals()) | set(_dtypes._ML))
+
+from . import _dtypes  # noqa: E402
 
 # The form type checkers understand as re-exporting the exception classes.
 __all__ += _errors.__all__

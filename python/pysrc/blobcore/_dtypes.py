@@ -2,9 +2,13 @@
 numpy.float32``). NumPy has no bfloat16 or float8: ``bc.bfloat16``,
 ``bc.float8_e4m3fn``, ``bc.float8_e5m2`` and ``bc.float8_e8m0fnu`` are
 ml_dtypes' dtypes when that package is installed, else marker objects that
-blobcore accepts wherever a dtype is expected."""
+blobcore accepts wherever a dtype is expected. They are looked up on first
+use (PEP 562's module ``__getattr__``): importing ml_dtypes takes most of a
+second (it registers its casts with NumPy), so ``import blobcore`` does not
+import it until one of the four is asked for, or a blob of one of those
+dtypes meets NumPy."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as _np
 
@@ -48,10 +52,23 @@ def _ml_dtype(name: str, itemsize: int) -> Any:
         return _MlDType(name, itemsize)
 
 
-bfloat16 = _ml_dtype("bfloat16", 2)
-float8_e4m3fn = _ml_dtype("float8_e4m3fn", 1)
-float8_e5m2 = _ml_dtype("float8_e5m2", 1)
-float8_e8m0fnu = _ml_dtype("float8_e8m0fnu", 1)
+#: The dtypes that come from ml_dtypes, with their sizes in bytes.
+_ML = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e8m0fnu": 1}
+
+if TYPE_CHECKING:
+    bfloat16: Any
+    float8_e4m3fn: Any
+    float8_e5m2: Any
+    float8_e8m0fnu: Any
+
+
+def __getattr__(name: str) -> Any:
+    """``bfloat16`` and the float8 dtypes, made on first use and kept."""
+    if name not in _ML:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _ml_dtype(name, _ML[name])
+    globals()[name] = value
+    return value
 
 __all__ = [
     "float32",
