@@ -80,20 +80,11 @@ fn find(py: Python<'_>, o: &Objects, obj: &Bound<'_, PyAny>) -> Option<DType> {
     o.dtypes.iter().find(|(_, d, _)| d.bind(py).is(obj)).or_else(|| o.dtypes.iter().find(|(_, _, t)| t.as_ref().is_some_and(|t| t.bind(py).is(obj)))).map(|(d, ..)| *d)
 }
 
-/// True once ml_dtypes' objects may exist: ml_dtypes is imported, or
-/// `blobcore._dtypes` made one of its four (its markers, without ml_dtypes).
+/// True once ml_dtypes' objects may exist: they are loaded here, or
+/// ml_dtypes is imported. (The markers made without ml_dtypes are found
+/// by name instead: see [`by_identity`]'s callers.)
 pub(crate) fn ml_reachable(py: Python<'_>) -> PyResult<bool> {
-    if ML.get(py).is_some() {
-        return Ok(true);
-    }
-    let modules = py.import("sys")?.getattr("modules")?;
-    if modules.contains("ml_dtypes")? {
-        return Ok(true);
-    }
-    match modules.get_item("blobcore._dtypes") {
-        Ok(m) => Ok(m.getattr("__dict__")?.contains("bfloat16")?),
-        Err(_) => Ok(false),
-    }
+    Ok(ML.get(py).is_some() || py.import("sys")?.getattr("modules")?.contains("ml_dtypes")?)
 }
 
 /// The dtype whose object (`bc.float32` ...) or scalar type
@@ -108,8 +99,8 @@ pub fn by_identity(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<DT
     if let Some(d) = find(py, numpy_objects(py)?, obj) {
         return Ok(Some(d));
     }
-    // ml_dtypes' objects exist only once it is imported (or the markers
-    // made): until then nothing can be one, and it is not imported here.
+    // ml_dtypes' objects exist only once it is imported: until then
+    // nothing can be one, and it is not imported here.
     if obj.is_instance_of::<PyString>() || !ml_reachable(py)? {
         return Ok(None);
     }

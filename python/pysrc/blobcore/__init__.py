@@ -33,7 +33,7 @@ from ._dtypes import (
     uint64,
 )
 from ._enums import Dim, Layout
-from . import _errors
+from . import _dtypes, _errors
 from ._errors import *  # noqa: F403 - the exception classes, listed in _errors.__all__
 from ._blobcore import (
     Blob,
@@ -141,8 +141,6 @@ else:
 
     def __dir__() -> list:
         return sorted(set(globals()) | set(_dtypes._ML))
-
-from . import _dtypes  # noqa: E402
 
 # The form type checkers understand as re-exporting the exception classes.
 __all__ += _errors.__all__

@@ -13,11 +13,12 @@ thread_local! {
 /// Runs `f` once with each tuning's tile shapes: every plan is checked
 /// against the oracle on any machine, whichever tuning it would pick.
 fn each_tuning(f: impl Fn()) {
+    let before = TUNING.with(Cell::get);
     for t in Tuning::ALL {
         TUNING.with(|c| c.set(t));
         f();
     }
-    TUNING.with(|c| c.set(Tuning::host()));
+    TUNING.with(|c| c.set(before));
 }
 
 /// [`super::copy`] with the tuning [`each_tuning`] set on this thread.
