@@ -108,11 +108,12 @@ pub(super) fn nest(axes: &[Axis], es: usize, tuning: Tuning) -> Nest {
             let jfirst = far && inner.n > ej && rest[p].n > ei;
             // Whole source rows that make a tile of more than TILE_BYTES
             // (`permute [4, 2, 0, 3, 1]`: 32 rows of 2 KiB, 2 MiB apart,
-            // into 512 destination rows) are split into pieces of
-            // SPLIT_ROW_BYTES, walked along the rows (`Order::Along`).
+            // into 512 destination rows) are walked along the rows
+            // (`Order::Along`), in pieces of the tuning's split (Square:
+            // SPLIT_ROW_BYTES; LongReads: whole rows).
             let along = whole && !jfirst && inner.n <= ej && row_bytes.saturating_mul(ej) > TILE_BYTES && row_bytes > SPLIT_ROW_BYTES;
             let (ei, order) = match (along, jfirst) {
-                (true, _) => ((SPLIT_ROW_BYTES / es).max(1), Order::Along),
+                (true, _) => ((tuning.split_row_bytes() / es).clamp(1, rest[p].n.max(1)), Order::Along),
                 (false, true) => (ei, Order::JFirst),
                 (false, false) => (ei, Order::Blocks),
             };
@@ -159,7 +160,7 @@ const TILE_BYTES: usize = 32 << 10;
 /// 0.70-0.77x of the streamed copy (rows of 1 KiB, session 41); `permute
 /// [4, 2, 0, 3, 1]` (rows of 2 KiB, 32 of them per tile): 0.51-0.53x ->
 /// 0.59-0.60x (session 46).
-const WHOLE_ROW_BYTES: usize = 2 << 10;
+pub(super) const WHOLE_ROW_BYTES: usize = 2 << 10;
 
 /// Bytes of each source row a tile takes when whole rows would make it
 /// larger than TILE_BYTES (`Order::Along`). Tiles of 16 KiB that run
@@ -172,8 +173,9 @@ const WHOLE_ROW_BYTES: usize = 2 << 10;
 /// 0.59-0.63x -> 0.67x of the streamed copy, `permute [1, 3, 5, 0, 2,
 /// 4]` 0.67-0.71x -> 0.72-0.75x (pieces of 256 or 1024 bytes no better;
 /// batching 2 or 4 steps of the inside loop into each tile, for longer
-/// destination runs, worse: 0.50-0.58x).
-const SPLIT_ROW_BYTES: usize = 512;
+/// destination runs, worse: 0.50-0.58x). [`Tuning::Square`]'s size;
+/// [`Tuning::LongReads`] takes the rows whole (see `tuning.rs`).
+pub(super) const SPLIT_ROW_BYTES: usize = 512;
 
 /// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`:
 /// the other loops outside the tile blocks, except those that step within

@@ -375,6 +375,12 @@ fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
     assert_eq!(n.loops.last().map(|a| (a.n, a.ss)), Some((4, 128)), "{n:?}");
     assert_eq!(n.loops[blocks].n, 1, "{n:?}");
     assert_eq!(i.n, 512);
+    // LongReads walks along the same rows, whole: one piece per row.
+    let n = nest(&axes, 4, Tuning::LongReads);
+    let Body::Tile { order, blocks, ei, ej, ec, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
+    assert_eq!((order, ei, ej, ec), (Order::Along, 512, 32, 1), "{n:?}");
+    assert_eq!(n.loops.last().map(|a| (a.n, a.ss)), Some((1, 512)), "{n:?}");
+    assert_eq!(n.loops[blocks].n, 1, "{n:?}");
     // Rows that fit one tile whole (16 of 2 KiB: 32 KiB) stay whole.
     let axes = normalise(vec![Axis { n: 512, ds: 16, ss: 1 }, Axis { n: 16, ds: 1, ss: 1 << 20 }]);
     assert!(matches!(nest(&axes, 4, Tuning::Square).kind, Body::Tile { order: Order::Blocks, ei: 512, .. }));

@@ -73,6 +73,22 @@ impl Tuning {
         }
     }
 
+    /// Bytes of each source row a tile takes when whole rows would make
+    /// it larger than a tile (`nest.rs`'s `Order::Along`). Square:
+    /// `SPLIT_ROW_BYTES` (512). LongReads: whole rows (they are at most
+    /// `WHOLE_ROW_BYTES`, 2 KiB, there), so that each source stream is
+    /// read 2 KiB at a time. Alternated in one process at 1 GiB on the
+    /// Zen 5 VM (session 51, medians of 10-12 rounds, six sets): `permute
+    /// [4, 2, 0, 3, 1]` 67-78 ms -> 61-68 ms, `permute [1, 3, 5, 0, 2, 4]`
+    /// 56-67 ms -> 52-56 ms (best 46-52 ms -> 37-39 ms); pieces of 1 KiB
+    /// fell between.
+    pub(super) fn split_row_bytes(self) -> usize {
+        match self {
+            Tuning::Square => super::nest::SPLIT_ROW_BYTES,
+            Tuning::LongReads => super::nest::WHOLE_ROW_BYTES,
+        }
+    }
+
     /// 4-byte elements a batch of tiles grows to (see `Body::Tile`).
     /// Square: 32 KiB (`mod.rs`'s `BATCH_FLOATS`). LongReads: 128 KiB.
     /// `permute [5, 0, 3, 1, 4, 2]` at 1 GiB on the Zen 5 VM (16 far
