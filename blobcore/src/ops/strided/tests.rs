@@ -408,6 +408,50 @@ fn split_rows_walked_along_match_the_naive_copy() {
     }));
 }
 
+/// Rows walked along (`Order::Along`) of 1-, 2-, 4- and 8-byte elements:
+/// `[outer, j, 3, mid, row] -> [row, outer, mid, 3, j]` with source rows
+/// of up to 2 KiB that make a tile of more than 32 KiB (`j` rows of more
+/// than `32 KiB / j` bytes each: pieces of 512 bytes with `Square`, whole
+/// rows with `LongReads`), against [`naive`] on element indices.
+#[test]
+fn rows_walked_along_of_every_element_size_match_the_naive_copy() {
+    use super::nest::{nest, Body, Order};
+    use proptest::prelude::*;
+    let config = ProptestConfig { cases: 32, rng_seed: proptest::test_runner::RngSeed::Fixed(51), ..ProptestConfig::default() };
+    each_tuning(|| proptest!(config.clone(), |(outer in 1usize..3, j in 17usize..33, mid in 1usize..4, t in 0usize..1001, pick in 0usize..4, parallel: bool)| {
+        let es = [1, 2, 4, 8][pick];
+        // Row bytes from just over 32 KiB / j up to 2 KiB.
+        let lo = (32 << 10) / j + 1;
+        let row = (lo + t * (2048 - lo) / 1000).div_ceil(es);
+        let dims = [outer, j, 3, mid, row];
+        let p = [4usize, 0, 3, 2, 1];
+        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let (ost, sst) = (row_major(&out), row_major(&dims));
+        let ss: Vec<usize> = p.iter().map(|&a| sst[a]).collect();
+        let total: usize = dims.iter().product();
+        let axes = normalise((0..5).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: ss[k] as isize }).collect());
+        let plan = nest(&axes, es, TUNING.with(Cell::get)).kind;
+        prop_assert!(matches!(plan, Body::Tile { order: Order::Along, .. }), "not walked along: {plan:?}");
+        let mut idx = vec![0u32; total];
+        let ids: Vec<u32> = (0..total as u32).collect();
+        naive(&out, &ost, &ss, &ids, &mut idx);
+        let src: Vec<u8> = (0..total * es).map(|v| (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes()[7]).collect();
+        // Both sides in u64 storage, aligned for every element size.
+        let mut sbuf = vec![0u64; (total * es).div_ceil(8)];
+        for (k, chunk) in src.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            sbuf[k] = u64::from_le_bytes(w);
+        }
+        let want: Vec<u8> = idx.iter().flat_map(|&i| src[i as usize * es..(i as usize + 1) * es].to_vec()).collect();
+        let mut got = vec![0u64; (total * es).div_ceil(8)];
+        // SAFETY: both buffers hold every element the axes reach.
+        unsafe { copy(es, &axes, got.as_mut_ptr() as *mut u8, sbuf.as_ptr() as *const u8, parallel) };
+        let got_bytes: Vec<u8> = got.iter().flat_map(|x| x.to_le_bytes()).take(total * es).collect();
+        prop_assert!(got_bytes == want, "dims {dims:?} es {es} plan {plan:?}");
+    }));
+}
+
 /// NCHW -> NHWC of random sizes around the tile sizes (17..80 channels,
 /// planes of 200..2600 elements, gaps between the source's planes and
 /// images), 1-, 2-, 4- and 8-byte elements, serial and parallel, against
