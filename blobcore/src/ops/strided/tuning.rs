@@ -78,10 +78,11 @@ impl Tuning {
     /// `SPLIT_ROW_BYTES` (512). LongReads: whole rows (they are at most
     /// `WHOLE_ROW_BYTES`, 2 KiB, there), so that each source stream is
     /// read 2 KiB at a time. Alternated in one process at 1 GiB on the
-    /// Zen 5 VM (session 51, medians of 10-12 rounds, six sets): `permute
-    /// [4, 2, 0, 3, 1]` 67-78 ms -> 61-68 ms, `permute [1, 3, 5, 0, 2, 4]`
-    /// 56-67 ms -> 52-56 ms (best 46-52 ms -> 37-39 ms); pieces of 1 KiB
-    /// fell between.
+    /// Zen 5 VM (session 51, medians of 10-12 rounds, six sets each):
+    /// `permute [4, 2, 0, 3, 1]` faster in five sets (64.0-77.5 ms ->
+    /// 59.0-68.5 ms) and slower in one (69.5 -> 80.2 ms), `permute [1, 3,
+    /// 5, 0, 2, 4]` faster in all six (49.6-75.4 ms -> 45.6-55.7 ms);
+    /// pieces of 1 KiB fell between.
     pub(super) fn split_row_bytes(self) -> usize {
         match self {
             Tuning::Square => super::nest::SPLIT_ROW_BYTES,
