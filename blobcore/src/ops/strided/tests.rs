@@ -53,6 +53,24 @@ fn row_major(dims: &[usize]) -> Vec<usize> {
     st
 }
 
+/// `bytes` in u64 words (little-endian, the last padded with zeros):
+/// storage aligned for every element size.
+fn in_words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks(8)
+        .map(|chunk| {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            u64::from_le_bytes(w)
+        })
+        .collect()
+}
+
+/// The bytes of the `es`-byte elements of `src` at element indices `idx`.
+fn gathered(idx: &[u32], src: &[u8], es: usize) -> Vec<u8> {
+    idx.iter().flat_map(|&i| src[i as usize * es..(i as usize + 1) * es].to_vec()).collect()
+}
+
 #[test]
 fn permutations_match_the_naive_copy() {
     each_tuning(permutations);
@@ -436,14 +454,7 @@ fn rows_walked_along_of_every_element_size_match_the_naive_copy() {
         let ids: Vec<u32> = (0..total as u32).collect();
         naive(&out, &ost, &ss, &ids, &mut idx);
         let src: Vec<u8> = (0..total * es).map(|v| (v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes()[7]).collect();
-        // Both sides in u64 storage, aligned for every element size.
-        let mut sbuf = vec![0u64; (total * es).div_ceil(8)];
-        for (k, chunk) in src.chunks(8).enumerate() {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            sbuf[k] = u64::from_le_bytes(w);
-        }
-        let want: Vec<u8> = idx.iter().flat_map(|&i| src[i as usize * es..(i as usize + 1) * es].to_vec()).collect();
+        let (sbuf, want) = (in_words(&src), gathered(&idx, &src, es));
         let mut got = vec![0u64; (total * es).div_ceil(8)];
         // SAFETY: both buffers hold every element the axes reach.
         unsafe { copy(es, &axes, got.as_mut_ptr() as *mut u8, sbuf.as_ptr() as *const u8, parallel) };
@@ -479,13 +490,7 @@ fn many_channel_transposes_of_strided_sources_match_the_naive_copy() {
         let bytes = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()[..es].to_vec()).collect() };
         let sb = bytes(&src);
         // The source's bytes in u64 storage, aligned for every element size.
-        let mut sbuf = vec![0u64; sb.len().div_ceil(8)];
-        for (k, chunk) in sb.chunks(8).enumerate() {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            sbuf[k] = u64::from_le_bytes(w);
-        }
-        let want: Vec<u8> = idx.iter().flat_map(|&i| sb[i as usize * es..(i as usize + 1) * es].to_vec()).collect();
+        let (sbuf, want) = (in_words(&sb), gathered(&idx, &sb, es));
         let axes: Vec<Axis> = (0..3).map(|k| Axis { n: dims[k], ds: ds[k] as isize, ss: ss[k] as isize }).collect();
         let mut got = vec![0u64; (total * es).div_ceil(8)];
         // SAFETY: the source holds every element the axes reach (the
