@@ -90,6 +90,22 @@ impl Tuning {
         }
     }
 
+    /// Whether a transpose tile prefetches the next tile's source into
+    /// L1 rather than L2 while it writes its own (`simd/tiles.rs`'s
+    /// `Ahead`; a hint: no result depends on it). Square: L2 (session
+    /// 45 found L1, L2 and L3 the same on the Intel VM). LongReads: L1.
+    /// Alternated with L2 in one process at 1 GiB on the Zen 5 VM
+    /// (session 52, medians of 8 rounds, the order swapped every round,
+    /// three sets over eleven packed rows): faster in 26 of 33 row-sets,
+    /// up to 24% (`permute [1, 3, 5, 0, 2, 4]` 0.76-0.85 of the time in
+    /// every set, `permute [4, 2, 0, 3, 1]` 0.93-0.96, NHWC->NCHW at
+    /// C = 256 and 64 0.94-0.99), slower in 7, by at most 8%
+    /// (`transposed (0,2)` 0.94-1.08, `(0,3)` 0.81-1.04, `(1,3)`
+    /// 0.98-1.03, two sets each; NCHW->NHWC at C = 64 1.02 once).
+    pub(super) fn next_tile_into_l1(self) -> bool {
+        matches!(self, Tuning::LongReads)
+    }
+
     /// 4-byte elements a batch of tiles grows to (see `Body::Tile`).
     /// Square: 32 KiB (`mod.rs`'s `BATCH_FLOATS`). LongReads: 128 KiB.
     /// `permute [5, 0, 3, 1, 4, 2]` at 1 GiB on the Zen 5 VM (16 far

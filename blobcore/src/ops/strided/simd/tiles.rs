@@ -5,6 +5,7 @@ use super::interleave::{deinterleave, deinterleave_regs, interleave, interleave_
 use super::registers::{t4x4, t8x16, t8x8};
 use super::{has_avx, has_avx2};
 use super::stream::run;
+use crate::ops::strided::tuning::Tuning;
 use crate::ops::strided::Axis;
 // Source rows a page or more apart are packed (often a power of two
 // apart, they share cache sets); the planner caps a tile's count of them.
@@ -109,7 +110,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     let lines = (i.n * 4).div_ceil(64);
     let total = if next != 0 { j.n * c.n * lines } else { 0 };
     let blocks = c.n * (i.n / 8).max(1) * (j.n / 16).max(1);
-    let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0 };
+    let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0, l1: next_into_l1() };
     let per = total.div_ceil(blocks);
     for k in 0..c.n {
         // SAFETY: forwarded; step k of the batch is inside the tile.
@@ -164,7 +165,7 @@ unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next
         let lines = (i.n * 4).div_ceil(64);
         let total = if next != 0 { j.n * c.n * lines } else { 0 };
         let per_row = total.div_ceil(i.n);
-        let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0 };
+        let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0, l1: next_into_l1() };
         // Streamed, with every destination row's part made of whole
         // 64-byte lines (no edges): the register transposes write
         // each line straight to the destination, eight rows at a
@@ -234,12 +235,21 @@ struct Ahead {
     b: usize,
     k: usize,
     line: usize,
+    /// Into L1 rather than L2 (the host's tuning: see
+    /// `Tuning::next_tile_into_l1`).
+    l1: bool,
+}
+
+/// Whether the next tile's source is prefetched into L1 on this host
+/// (a hint only: no result depends on it).
+fn next_into_l1() -> bool {
+    Tuning::host().next_tile_into_l1()
 }
 
 impl Ahead {
     /// Prefetches nothing.
     fn none() -> Self {
-        Ahead { base: 0, sj: 0, cs: 0, rows: 0, steps: 0, lines: 0, b: 0, k: 0, line: 0 }
+        Ahead { base: 0, sj: 0, cs: 0, rows: 0, steps: 0, lines: 0, b: 0, k: 0, line: 0, l1: false }
     }
 
     #[inline]
@@ -253,7 +263,13 @@ impl Ahead {
             }
             let at = self.base.wrapping_add(self.b * self.sj + self.k * self.cs + self.line * 64) as *const i8;
             // SAFETY: a prefetch is a hint; it never faults.
-            unsafe { _mm_prefetch::<_MM_HINT_T1>(at) };
+            unsafe {
+                if self.l1 {
+                    _mm_prefetch::<_MM_HINT_T0>(at)
+                } else {
+                    _mm_prefetch::<_MM_HINT_T1>(at)
+                }
+            };
             self.line += 1;
             if self.line == self.lines {
                 self.line = 0;
