@@ -1,5 +1,6 @@
 //! Tile shapes per processor family: how many source streams a transpose
-//! tile reads at once, how long each is, and how far a batch grows.
+//! tile reads at once, how long each is, how far a batch grows, and where
+//! a tile prefetches the next one's source.
 //!
 //! The two families measured want different shapes. On Intel Xeons
 //! ([`Tuning::Square`], sessions 20-49: the 2-core VM and the 16-core
