@@ -184,12 +184,18 @@ fn ndarray_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     })?.bind(py))
 }
 
+/// True when `obj` is exactly a `numpy.ndarray` (not a subclass): a
+/// comparison of type pointers, with no reference taken.
+pub fn is_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.get_type_ptr() == ndarray_type(py)?.as_type_ptr())
+}
+
 /// A new blob holding a copy of `array` (anything NumPy converts; any
 /// layout; bfloat16 and float8 through ml_dtypes).
 pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     // A C-contiguous ndarray is read through its buffer as it is (what
     // `asarray(order="C")` would return); anything else goes through NumPy.
-    let direct = if array.get_type().is(ndarray_type(py)?) {
+    let direct = if is_ndarray(py, array)? {
         // A small one of blobcore's dtypes straight from its fields, under
         // the GIL (no buffer export, no dtype lookup).
         if let Some(b) = crate::npyapi::with_small_array(py, array, |dtype, dims, bytes| Blob::from_bytes(engine, dtype, dims, bytes))? {
@@ -226,7 +232,7 @@ pub fn assigned_value(py: Python<'_>, value: &Bound<'_, PyAny>, view: &Blob) -> 
     // An ndarray of the view's dtype and dims is what `asarray` and
     // `broadcast_to` would return (`broadcast_to` is Python code:
     // microseconds): copied as it is.
-    if value.get_type().is(ndarray_type(py)?) {
+    if is_ndarray(py, value)? {
         if let Some(dt) = dtype_attr(value)? {
             if crate::dtypes::by_identity(py, &dt)? == Some(view.dtype()) {
                 let dims: Vec<usize> = value.getattr(pyo3::intern!(py, "shape"))?.extract()?;

@@ -159,6 +159,10 @@ impl PyBlob {
             Some(d) if !d.is_none() => Some(dtypes::from_py(Some(d))?),
             _ => None,
         };
+        // The common call first, `from_numpy(ndarray)`: copied as it is.
+        if copy && dtype.is_none() && arrays::is_ndarray(py, array)? {
+            return Ok(Self::new(arrays::copy_array(py, array, &engine)?));
+        }
         if let Ok(b) = array.cast::<PyBlob>() {
             let b = &b.get().b;
             if !copy {
