@@ -283,21 +283,25 @@ fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> Non
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
-    let mut b = Box::new(Exported { managed: make(t), export, shape: SmallVec::new(), strides: SmallVec::new() });
+    // Leaked first: the pointers to the shape and strides handed out below
+    // are derived from the leaked allocation, not from a `Box` that is
+    // moved afterwards (moving a `Box` asserts unique access to its
+    // contents, which would invalidate them under Rust's aliasing rules;
+    // Miri reports that order as undefined behaviour).
+    let raw = Box::into_raw(Box::new(Exported { managed: make(t), export, shape: SmallVec::new(), strides: SmallVec::new() }));
+    // SAFETY: `raw` is the live allocation just leaked, reached through
+    // nothing else until it is returned.
+    let Exported { managed, export, shape, strides } = unsafe { &mut *raw };
     // Shape and strides are written in place, in elements, straight from
     // the export (no intermediate byte strides).
-    let Exported { managed, export, shape, strides } = &mut *b;
     shape.extend(export.shape().iter().map(|&d| d as i64));
     export.element_strides_into(strides);
     let t = managed.tensor_mut();
     (t.shape, t.strides) = (shape.as_mut_ptr(), strides.as_mut_ptr());
-    let raw = Box::into_raw(b);
-    // SAFETY: `raw` is the live box just leaked; `managed` is the first
-    // field of a repr(C) struct, so its address is the box's.
-    unsafe {
-        (*raw).managed.set_context(raw as *mut c_void);
-        NonNull::new_unchecked(raw as *mut M)
-    }
+    managed.set_context(raw as *mut c_void);
+    // SAFETY: `raw` is non-null (a box's); `managed` is the first field of
+    // a repr(C) struct, so its address is the box's.
+    unsafe { NonNull::new_unchecked(raw as *mut M) }
 }
 
 /// The export behind `owner` when blobcore itself made the tensor (its

@@ -66,12 +66,20 @@ pub unsafe fn fill_view(
     let (buf, len, itemsize) = (export.as_ptr() as *mut c_void, export.byte_len() as ffi::Py_ssize_t, export.dtype().size() as ffi::Py_ssize_t);
     let ndim = export.shape().len() as c_int;
     // A moved export goes into the holder (moving it moves no memory it
-    // describes); the shape is then read where it has come to rest.
-    let mut holder = Box::new(ViewHolder { export: None, strides });
+    // describes); the shape is then read where it has come to rest. The
+    // holder is leaked first, so that the pointers into it are derived
+    // from the leaked allocation rather than from a `Box` moved afterwards
+    // (which Rust's aliasing rules let invalidate them). From here on
+    // nothing returns early: `release_view` frees it.
+    let holder = Box::into_raw(Box::new(ViewHolder { export: None, strides }));
+    // SAFETY: the allocation just leaked, reached through nothing else
+    // until `view.internal` takes it below.
+    let h = unsafe { &mut *holder };
     let shape: *const usize = match kept {
         Kept::ByOwner(e) => e.shape().as_ptr(),
-        Kept::Moved(e) => holder.export.insert(e).shape().as_ptr(),
+        Kept::Moved(e) => h.export.insert(e).shape().as_ptr(),
     };
+    let strides = h.strides.as_ptr();
     // SAFETY: `view` is valid (checked non-NULL, provided by CPython); the
     // pointers stored in it live in `holder`, which is released only by
     // `release_view` when the consumer lets go of the view.
@@ -94,12 +102,12 @@ pub unsafe fn fill_view(
             std::ptr::null_mut()
         };
         (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
-            holder.strides.as_ptr() as *mut _
+            strides as *mut _
         } else {
             std::ptr::null_mut()
         };
         (*view).suboffsets = std::ptr::null_mut();
-        (*view).internal = Box::into_raw(holder) as *mut c_void;
+        (*view).internal = holder as *mut c_void;
         (*view).obj = owner.into_ptr();
     }
     Ok(())
