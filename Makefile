@@ -309,8 +309,7 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 tsan:
 	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
 	  echo "make tsan: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
-	rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src' || \
-	  rustup component add rust-src --toolchain nightly >/dev/null 2>&1 || { \
+	rustup component add rust-src --toolchain nightly >/dev/null 2>&1 || { \
 	  echo "make tsan: skipped: needs rust-src for the nightly toolchain, and rustup could not add it"; exit 0; }; \
 	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1" \
 	  $(CARGO) +nightly test -Zbuild-std --target $(HOST_TRIPLE) --target-dir target/tsan -p blobcore --test concurrency
@@ -318,14 +317,15 @@ tsan:
 # The core's unsafe code under Miri (undefined behaviour: aliasing,
 # out-of-bounds and dangling accesses, leaks), on the unit tests of the
 # modules that hand out raw pointers or build blobs in place: DLPack
-# exports and imports, element access, views and indexing, exports,
-# casts, copies and reorders (the SSE2 tiles: Miri runs no AVX), the
-# decoders. Stacked Borrows, except the tests that run on the worker
-# pool (MIRI_TB_TESTS), whose crossbeam-epoch Stacked Borrows refuses
-# (a known limitation of that crate under Miri): Tree Borrows there, and
-# no leak check (the pool's threads live as long as the process, by design).
-# Needs a nightly toolchain; adds miri and rust-src to it, and skips
-# when it cannot.
+# exports and imports, element access, views and indexing, casts,
+# copies and reorders (the SSE2 tiles: Miri runs no AVX), the decoders.
+# Stacked Borrows, except the tests that run on the worker pool
+# (MIRI_TB_TESTS): Stacked Borrows refuses rayon's crossbeam-epoch (a
+# known limitation of that crate), so those run under Tree Borrows, and
+# without the leak check (the pool's threads live as long as the
+# process, by design). Needs a nightly toolchain; adds miri and rust-src
+# to it (rustup does nothing when they are there), and skips when it
+# cannot.
 MIRI_TESTS ?= dlpack export:: element:: raw:: blob_map view:: index:: layout:: shape:: axes:: placement:: overlap:: storage:: dtype:: ops::cast ops::copy ops::reduce ops::reorder ops::self_operand io::gguf io::safetensors io::npy io::neoml io::tests io::ggml_quants::tests::wrong_sizes
 # Too slow interpreted (megabytes checked byte by byte), or beyond what
 # Miri can run (an allocation of 2^60 bytes). `convert` is left out: it
@@ -337,8 +337,7 @@ MIRI_FLAGS := -Zmiri-disable-isolation -Zmiri-permissive-provenance
 miri:
 	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
 	  echo "make miri: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
-	$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
-	  rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1 || { \
+	rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1 || { \
 	  echo "make miri: skipped: rustup could not add miri to the nightly toolchain"; exit 0; }; \
 	PROPTEST_CASES=2 MIRIFLAGS="$(MIRI_FLAGS)" $(CARGO) +nightly miri test -p blobcore --lib -- $(MIRI_SKIP) $(MIRI_TESTS) && \
 	PROPTEST_CASES=2 MIRIFLAGS="$(MIRI_FLAGS) -Zmiri-tree-borrows -Zmiri-ignore-leaks" $(CARGO) +nightly miri test -p blobcore --lib -- $(MIRI_TB_TESTS)
