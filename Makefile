@@ -319,6 +319,10 @@ tsan:
 # modules that hand out raw pointers or build blobs in place: DLPack
 # exports and imports, element access, views and indexing, casts,
 # copies and reorders (the SSE2 tiles: Miri runs no AVX), the decoders.
+# Then the C API's tests that drive it from Rust as C does, through raw
+# pointers only (capi/tests: foreign_memory — wrapped caller memory, held
+# buffers, DLPack in both directions with the caller's deleter, byte
+# buffers, strings — and a few of op_sequences' random call sequences).
 # Stacked Borrows, except the tests that run on the worker pool
 # (MIRI_TB_TESTS): Stacked Borrows refuses rayon's crossbeam-epoch (a
 # known limitation of that crate), so those run under Tree Borrows, and
@@ -333,6 +337,7 @@ MIRI_TESTS ?= dlpack export:: element:: raw:: blob_map view:: index:: layout:: s
 # functions whose results Miri perturbs on purpose.
 MIRI_SKIP ?= --skip large --skip prefix_reads_equal_whole_parses --skip huge_allocation --skip lazy_zeroed_and_aligned --skip reused_heap_blocks
 MIRI_TB_TESTS ?= io::ggml_quants::tests::q8_0_and_q4_0_by_hand
+MIRI_CAPI_TESTS ?= --test foreign_memory --test op_sequences
 MIRI_FLAGS := -Zmiri-disable-isolation -Zmiri-permissive-provenance
 miri:
 	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
@@ -340,7 +345,8 @@ miri:
 	rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1 || { \
 	  echo "make miri: skipped: rustup could not add miri to the nightly toolchain"; exit 0; }; \
 	PROPTEST_CASES=2 MIRIFLAGS="$(MIRI_FLAGS)" $(CARGO) +nightly miri test -p blobcore --lib -- $(MIRI_SKIP) $(MIRI_TESTS) && \
-	PROPTEST_CASES=2 MIRIFLAGS="$(MIRI_FLAGS) -Zmiri-tree-borrows -Zmiri-ignore-leaks" $(CARGO) +nightly miri test -p blobcore --lib -- $(MIRI_TB_TESTS)
+	PROPTEST_CASES=2 MIRIFLAGS="$(MIRI_FLAGS) -Zmiri-tree-borrows -Zmiri-ignore-leaks" $(CARGO) +nightly miri test -p blobcore --lib -- $(MIRI_TB_TESTS) && \
+	MIRIFLAGS="$(MIRI_FLAGS)" $(CARGO) +nightly miri test -p blobcore-capi $(MIRI_CAPI_TESTS)
 
 # Clippy with every warning an error (clippy.toml's msrv is the declared
 # rust-version, so newer std items are refused), and rustdoc likewise.

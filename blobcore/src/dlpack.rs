@@ -80,8 +80,9 @@ pub struct DLDataType {
 }
 
 /// `DLTensor`: a strided view of memory.
+// Copy copies the header only (its pointers, not what they point at).
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct DLTensor {
     /// The memory; the first element is at `data + byte_offset`.
     pub data: *mut c_void,
@@ -500,7 +501,7 @@ impl Blob {
         let read_only = mr.flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0;
         let owner = Owner::Versioned(m);
         // SAFETY: the caller's promise on the tensor's memory.
-        unsafe { import(engine, &mr.dl_tensor, read_only, copy, owner) }
+        unsafe { import(engine, mr.dl_tensor, read_only, copy, owner) }
     }
 
     /// Imports a legacy `DLManagedTensor` as [`Blob::from_dlpack`] does
@@ -511,7 +512,7 @@ impl Blob {
     pub unsafe fn from_dlpack_legacy(engine: &Engine, t: *mut DLManagedTensor, copy: Option<bool>) -> Result<Blob> {
         let m = NonNull::new(t).ok_or_else(|| err!(NullPointer, "the DLPack tensor is NULL"))?;
         // SAFETY: the caller promises a live managed tensor.
-        let tensor = unsafe { &m.as_ref().dl_tensor };
+        let tensor = unsafe { m.as_ref().dl_tensor };
         // SAFETY: the caller's promise on the tensor's memory.
         unsafe { import(engine, tensor, false, copy, Owner::Legacy(m)) }
     }
@@ -563,9 +564,14 @@ impl Drop for Owner {
 /// The checks and the wrap or copy of an import. Everything that can fail
 /// happens before `owner` is taken over; on error it is forgotten, so the
 /// caller keeps the tensor.
-unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bool>, owner: Owner) -> Result<Blob> {
+///
+/// `t` is a copy of the tensor's header, not a reference into the managed
+/// tensor: the deleter may free that struct before this returns (after a
+/// copy, or when blobcore's own export comes back), and a reference
+/// argument must stay valid for the whole call (Miri found it did not).
+unsafe fn import(engine: &Engine, t: DLTensor, read_only: bool, copy: Option<bool>, owner: Owner) -> Result<Blob> {
     if copy != Some(true) {
-        if let Some(offset) = own_export(&owner).and_then(|e| returned_intact(engine, e, t, read_only)) {
+        if let Some(offset) = own_export(&owner).and_then(|e| returned_intact(engine, e, &t, read_only)) {
             // SAFETY: `own_export` found blobcore's deleter: the tensor is
             // the start of one of our boxes, handed over to us.
             let export = unsafe { owner.into_own_export() };
@@ -650,7 +656,7 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
     }
     if let Some(g) = cuda {
         // SAFETY: the caller's promise on the tensor's memory, on the device.
-        return unsafe { import_cuda(engine, g, t, dtype, shape, &strides, base, must_copy || copy == Some(true), read_only, owner) };
+        return unsafe { import_cuda(engine, g, dtype, shape, &strides, base, must_copy || copy == Some(true), read_only, owner) };
     }
     if count == 0 || must_copy || copy == Some(true) {
         let out = Blob::new(engine, dtype, shape)?;
@@ -702,7 +708,6 @@ unsafe fn import(engine: &Engine, t: &DLTensor, read_only: bool, copy: Option<bo
 unsafe fn import_cuda(
     engine: &Engine,
     g: std::sync::Arc<crate::engine::gpu::Gpu>,
-    t: &DLTensor,
     dtype: DType,
     shape: Shape,
     strides: &[isize],
@@ -758,7 +763,6 @@ unsafe fn import_cuda(
         drop(std::mem::ManuallyDrop::into_inner(owner));
         return Ok(b);
     }
-    let _ = t;
     let owner = std::mem::ManuallyDrop::into_inner(owner);
     // SAFETY: the producer keeps `byte_len` bytes at `base` valid on this
     // device until its deleter runs, which the release does, once, when
@@ -990,5 +994,85 @@ mod tests {
         assert_eq!(DELETED.load(Ordering::SeqCst), before + 2);
         assert!(c.is_writable());
         assert_eq!(c.to_vec::<f32>().unwrap(), data);
+    }
+
+    /// A producer whose tensor, shape, strides and data share one box,
+    /// freed by its deleter.
+    #[repr(C)]
+    struct Boxed {
+        m: DLManagedTensorVersioned,
+        shape: [i64; 2],
+        strides: [i64; 2],
+        data: [f32; 6],
+    }
+
+    unsafe extern "C" fn free_boxed(m: *mut DLManagedTensorVersioned) {
+        DELETED.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: `m` is the start of a leaked `Boxed` (repr(C), first field), freed once.
+        drop(unsafe { Box::from_raw(m as *mut Boxed) });
+    }
+
+    fn boxed(strides: [i64; 2]) -> *mut DLManagedTensorVersioned {
+        let p = Box::into_raw(Box::new(Boxed {
+            m: DLManagedTensorVersioned {
+                version: DLPackVersion { major: 1, minor: 1 },
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(free_boxed),
+                flags: 0,
+                dl_tensor: DLTensor {
+                    data: std::ptr::null_mut(),
+                    device: DLDevice { device_type: DL_CPU, device_id: 0 },
+                    ndim: 2,
+                    dtype: dl_dtype(DType::F32),
+                    shape: std::ptr::null_mut(),
+                    strides: std::ptr::null_mut(),
+                    byte_offset: 0,
+                },
+            },
+            shape: [2, 3],
+            strides,
+            data: [0., 1., 2., 3., 4., 5.],
+        }));
+        // SAFETY: a fresh leaked box; every pointer is derived from it.
+        unsafe {
+            (*p).m.dl_tensor.data = std::ptr::addr_of_mut!((*p).data).cast();
+            (*p).m.dl_tensor.shape = std::ptr::addr_of_mut!((*p).shape).cast();
+            (*p).m.dl_tensor.strides = std::ptr::addr_of_mut!((*p).strides).cast();
+            p.cast()
+        }
+    }
+
+    /// The deleter may free the managed tensor itself while the import is
+    /// still running (a copied import runs it at once): nothing the import
+    /// holds may point into it then. Under Miri this failed while `import`
+    /// took the tensor's header by reference.
+    #[test]
+    fn deleters_that_free_the_tensor_during_the_import() {
+        let e = Engine::cpu();
+        let before = DELETED.load(Ordering::SeqCst);
+        // Column-major: copied, deleted at once.
+        // SAFETY: a live tensor, handed over.
+        let c = unsafe { Blob::from_dlpack(&e, boxed([1, 2]), None) }.unwrap();
+        assert_eq!(DELETED.load(Ordering::SeqCst), before + 1);
+        assert_eq!(c.to_vec::<f32>().unwrap(), [0., 2., 4., 1., 3., 5.]);
+        // Row-major but a copy asked for: the same.
+        let c = unsafe { Blob::from_dlpack(&e, boxed([3, 1]), Some(true)) }.unwrap();
+        assert_eq!(DELETED.load(Ordering::SeqCst), before + 2);
+        assert_eq!(c.to_vec::<f32>().unwrap(), [0., 1., 2., 3., 4., 5.]);
+        // Shared: deleted with the last user.
+        let s = unsafe { Blob::from_dlpack(&e, boxed([3, 1]), None) }.unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), [0., 1., 2., 3., 4., 5.]);
+        drop(s);
+        assert_eq!(DELETED.load(Ordering::SeqCst), before + 3);
+        // Legacy tensors: blobcore's own export comes back (its box is
+        // freed during the import), and a copied one.
+        let b = Blob::from_slice(&e, &[2, 3], &[0f32, 1., 2., 3., 4., 5.]).unwrap();
+        let t = b.to_dlpack_legacy().unwrap();
+        let back = unsafe { Blob::from_dlpack_legacy(&e, t.as_ptr(), None) }.unwrap();
+        let t = b.to_dlpack_legacy().unwrap();
+        let copied = unsafe { Blob::from_dlpack_legacy(&e, t.as_ptr(), Some(true)) }.unwrap();
+        b.fill(9.0).unwrap();
+        assert_eq!(back.to_vec::<f32>().unwrap(), [9.0; 6]);
+        assert_eq!(copied.to_vec::<f32>().unwrap(), [0., 1., 2., 3., 4., 5.]);
     }
 }

@@ -132,17 +132,34 @@ impl Drop for Pages {
 }
 
 /// Without mmap: a plain allocation (addresses may repeat after a free).
+/// Held as the raw pointer `Box::into_raw` gave, not as a `Box`: the
+/// buffer moves into the registry after C got its address, and moving a
+/// `Box` asserts unique access, which would invalidate that address.
 #[cfg(not(unix))]
-struct Pages(Box<[u8]>);
+struct Pages(std::ptr::NonNull<[u8]>);
+
+// SAFETY: `Pages` owns its allocation exclusively; it is freed only in Drop.
+#[cfg(not(unix))]
+unsafe impl Send for Pages {}
 
 #[cfg(not(unix))]
 impl Pages {
     fn new(len: usize) -> Option<Pages> {
         // A non-empty allocation gives every live buffer a unique address.
-        Some(Pages(vec![0u8; len.max(1)].into_boxed_slice()))
+        let raw = Box::into_raw(vec![0u8; len.max(1)].into_boxed_slice());
+        std::ptr::NonNull::new(raw).map(Pages)
     }
 
     fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.0.as_mut_ptr()
+        self.0.as_ptr().cast()
+    }
+}
+
+#[cfg(not(unix))]
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from `Box::into_raw` in `new` and is
+        // freed once, here; C was told not to use the buffer any more.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }

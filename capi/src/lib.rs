@@ -59,6 +59,7 @@ pub use ops::*;
 pub use query::*;
 pub use shared::*;
 pub use views::*;
+pub use weights::*;
 
 /// Success.
 pub const BLOB_OK: i32 = 0;
