@@ -319,6 +319,9 @@ tsan:
 # modules that hand out raw pointers or build blobs in place: DLPack
 # exports and imports, element access, views and indexing, casts,
 # copies and reorders (the SSE2 tiles: Miri runs no AVX), the decoders.
+# The strided engine's tests run serially under Miri but take minutes
+# each, so they are left to a run by hand:
+#   cargo +nightly miri test -p blobcore --lib -- ops::strided::tests::one_permutation_per_plan
 # Then the C API's tests that drive it from Rust as C does, through raw
 # pointers only (capi/tests: foreign_memory — wrapped caller memory, held
 # buffers, DLPack in both directions with the caller's deleter, byte

@@ -6,7 +6,9 @@
  * through out-pointers, which are left untouched on error. blob_last_error()
  * gives the calling thread's last message. NULL, freed or never-issued
  * handles are reported (BLOB_ERR_NULL_POINTER / BLOB_ERR_INVALID_HANDLE),
- * never dereferenced.
+ * never dereferenced. An array or out-pointer not aligned for its type (one
+ * cast from a byte buffer) is BLOB_ERR_INVALID_ARGUMENT, never read or
+ * written through.
  *
  * Forged handles: a Blob* or BlobEngine* is an opaque token, not an address.
  * Tokens are 16-aligned, at least 64 KiB, never reused within a process, and
@@ -531,7 +533,9 @@ int32_t blob_to_dlpack_legacy(struct Blob *b, struct DLManagedTensor **out_tenso
 // deleter then runs at once). A `READ_ONLY` tensor gives a read-only blob.
 // A NULL deleter is accepted: the producer keeps ownership and must keep
 // the memory alive while any blob or view uses it. Errors (nothing taken):
-// NULL pointers `BLOB_ERR_NULL_POINTER`; a major version other than 1 or a
+// NULL pointers `BLOB_ERR_NULL_POINTER`; a tensor, shape or strides
+// pointer not aligned for its type `BLOB_ERR_INVALID_ARGUMENT`; a major
+// version other than 1 or a
 // non-CPU device `BLOB_ERR_UNSUPPORTED`; a dtype blobcore lacks
 // `BLOB_ERR_DTYPE`; negative, overflowing or rank > 32 shapes
 // `BLOB_ERR_SHAPE`.

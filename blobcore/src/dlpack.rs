@@ -480,7 +480,9 @@ impl Blob {
     /// major version other than 1 is `Unsupported`, as the specification
     /// requires; so is a device other than the CPU. `copy`: `None` shares
     /// when it can, `Some(true)` always copies, `Some(false)` never copies
-    /// (`Unsupported` for strided or misaligned tensors).
+    /// (`Unsupported` for strided or misaligned tensors). A tensor, shape
+    /// or strides pointer not aligned for its type is `InvalidArgument`
+    /// (never read through).
     ///
     /// # Safety
     /// `t` must be NULL or a live `DLManagedTensorVersioned` whose tensor
@@ -488,6 +490,7 @@ impl Blob {
     /// runs (if it has none, until the last user of the blob lets go).
     pub unsafe fn from_dlpack(engine: &Engine, t: *mut DLManagedTensorVersioned, copy: Option<bool>) -> Result<Blob> {
         let m = NonNull::new(t).ok_or_else(|| err!(NullPointer, "the DLPack tensor is NULL"))?;
+        check_aligned(t, "the DLPack tensor")?;
         // SAFETY: the caller promises a live managed tensor.
         let mr = unsafe { m.as_ref() };
         if mr.version.major != DLPACK_MAJOR_VERSION {
@@ -511,11 +514,21 @@ impl Blob {
     /// As [`Blob::from_dlpack`].
     pub unsafe fn from_dlpack_legacy(engine: &Engine, t: *mut DLManagedTensor, copy: Option<bool>) -> Result<Blob> {
         let m = NonNull::new(t).ok_or_else(|| err!(NullPointer, "the DLPack tensor is NULL"))?;
+        check_aligned(t, "the DLPack tensor")?;
         // SAFETY: the caller promises a live managed tensor.
         let tensor = unsafe { m.as_ref().dl_tensor };
         // SAFETY: the caller's promise on the tensor's memory.
         unsafe { import(engine, tensor, false, copy, Owner::Legacy(m)) }
     }
+}
+
+/// Refuses a pointer from a producer that is not aligned for `T`: Rust
+/// may not read a `T` (or form a slice of them) through it.
+pub(crate) fn check_aligned<T>(p: *const T, what: &str) -> Result<()> {
+    if p.is_aligned() {
+        return Ok(());
+    }
+    Err(err!(InvalidArgument, "{what} ({p:p}) is not aligned to {} bytes", std::mem::align_of::<T>()))
 }
 
 /// An imported tensor: calls its deleter exactly once, when dropped.
@@ -613,6 +626,12 @@ unsafe fn import(engine: &Engine, t: DLTensor, read_only: bool, copy: Option<boo
     let n = t.ndim as usize;
     if n > 0 && t.shape.is_null() {
         return Err(err!(NullPointer, "the DLPack tensor's shape is NULL for rank {n}"));
+    }
+    if n > 0 {
+        check_aligned(t.shape, "the DLPack tensor's shape")?;
+        if !t.strides.is_null() {
+            check_aligned(t.strides, "the DLPack tensor's strides")?;
+        }
     }
     // SAFETY: the DLPack contract: shape has ndim entries, strides too when non-NULL.
     let dims: &[i64] = if n == 0 { &[] } else { unsafe { std::slice::from_raw_parts(t.shape, n) } };
@@ -981,6 +1000,19 @@ mod tests {
         assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 4);
         // SAFETY: as above.
         unsafe { *m.dl_tensor.shape = 4 };
+        // Misaligned shape, strides or tensor (a producer's bad cast):
+        // refused before anything is read through them.
+        let mut words = [4u64; 3];
+        let odd = (words.as_mut_ptr() as *mut u8).wrapping_add(1) as *mut i64;
+        m.dl_tensor.shape = odd;
+        assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 3);
+        m.dl_tensor.shape = shape.as_mut_ptr();
+        m.dl_tensor.strides = odd;
+        assert_eq!(unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap_err().code(), 3);
+        m.dl_tensor.strides = std::ptr::null_mut();
+        let odd_tensor = (words.as_mut_ptr() as *mut u8).wrapping_add(4) as *mut DLManagedTensorVersioned;
+        assert_eq!(unsafe { Blob::from_dlpack(&e, odd_tensor, None) }.unwrap_err().code(), 3);
+        assert_eq!(unsafe { Blob::from_dlpack_legacy(&e, odd_tensor as *mut DLManagedTensor, None) }.unwrap_err().code(), 3);
         assert_eq!(DELETED.load(Ordering::SeqCst), before); // nothing taken
         let b = unsafe { Blob::from_dlpack(&e, &mut m, None) }.unwrap();
         assert!(!b.is_writable());

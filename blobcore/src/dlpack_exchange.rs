@@ -86,7 +86,8 @@ impl Blob {
     /// `prototype` must be NULL or point to a `DLTensor` whose `shape`
     /// holds `ndim` readable entries.
     pub unsafe fn dlpack_allocate(prototype: *const DLTensor) -> Result<NonNull<DLManagedTensorVersioned>> {
-        // SAFETY: the caller's promise.
+        crate::dlpack::check_aligned(prototype, "the DLPack prototype tensor")?;
+        // SAFETY: the caller's promise (and aligned, checked above).
         let p = unsafe { prototype.as_ref() }.ok_or_else(|| err!(NullPointer, "the DLPack prototype tensor is NULL"))?;
         if p.device.device_type != DL_CPU {
             return Err(err!(Unsupported, "blobcore allocates DLPack tensors on the CPU (device type 1), not on device type {}", p.device.device_type));
@@ -98,6 +99,9 @@ impl Blob {
         }
         if ndim > 0 && p.shape.is_null() {
             return Err(err!(NullPointer, "the DLPack prototype has {ndim} dims and a NULL shape"));
+        }
+        if ndim > 0 {
+            crate::dlpack::check_aligned(p.shape, "the DLPack prototype's shape")?;
         }
         // SAFETY: the caller promises `ndim` readable entries at `shape`.
         let dims = if ndim == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p.shape, ndim) } };
@@ -161,6 +165,12 @@ mod tests {
             bad.ndim = 1;
             bad.shape = std::ptr::null_mut();
             assert_eq!(code(Blob::dlpack_allocate(&bad).unwrap_err()), 1);
+            // Misaligned shape or prototype: refused, never read.
+            let mut words = [2u64; 3];
+            bad.shape = (words.as_mut_ptr() as *mut u8).add(1) as *mut i64;
+            assert_eq!(code(Blob::dlpack_allocate(&bad).unwrap_err()), 3);
+            let odd = (words.as_ptr() as *const u8).add(4) as *const DLTensor;
+            assert_eq!(code(Blob::dlpack_allocate(odd).unwrap_err()), 3);
         }
     }
 }

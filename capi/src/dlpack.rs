@@ -88,7 +88,9 @@ pub extern "C" fn blob_to_dlpack_legacy(b: *mut Blob, out_tensor: *mut *mut DLMa
 /// deleter then runs at once). A `READ_ONLY` tensor gives a read-only blob.
 /// A NULL deleter is accepted: the producer keeps ownership and must keep
 /// the memory alive while any blob or view uses it. Errors (nothing taken):
-/// NULL pointers `BLOB_ERR_NULL_POINTER`; a major version other than 1 or a
+/// NULL pointers `BLOB_ERR_NULL_POINTER`; a tensor, shape or strides
+/// pointer not aligned for its type `BLOB_ERR_INVALID_ARGUMENT`; a major
+/// version other than 1 or a
 /// non-CPU device `BLOB_ERR_UNSUPPORTED`; a dtype blobcore lacks
 /// `BLOB_ERR_DTYPE`; negative, overflowing or rank > 32 shapes
 /// `BLOB_ERR_SHAPE`.

@@ -135,6 +135,15 @@ pub extern "C" fn blob_desc_blocking(
         if capacity < n && arrays.iter().any(|(p, _)| !p.is_null()) {
             return Err(Error::OutOfRange(format!("room for {capacity} entries given for {n} blocked dims")));
         }
+        // Misaligned outputs are refused before anything is written.
+        for (p, _) in &arrays {
+            if !p.is_null() {
+                crate::status::aligned(*p, "an out array")?;
+            }
+        }
+        if !out_offset_padding.is_null() {
+            crate::status::aligned(out_offset_padding, "out_offset_padding")?;
+        }
         for (p, values) in arrays {
             if !p.is_null() {
                 for (i, &v) in values.iter().enumerate() {

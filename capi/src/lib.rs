@@ -8,6 +8,8 @@
 //!   after a success);
 //! - handles that are NULL, freed or never issued are reported as
 //!   `BLOB_ERR_NULL_POINTER` / `BLOB_ERR_INVALID_HANDLE`, never dereferenced;
+//! - an array or out-pointer not aligned for its type is
+//!   `BLOB_ERR_INVALID_ARGUMENT`, never read or written through;
 //!   handles are sparse per-process random tokens, never reused, so a
 //!   garbage value (uninitialised, off by some bytes, from another run)
 //!   gets `BLOB_ERR_INVALID_HANDLE` rather than naming a live blob;

@@ -84,12 +84,24 @@ macro_rules! ffi {
 }
 pub(crate) use ffi;
 
-/// Checks an out-pointer up front, so nothing is computed for a NULL one.
+/// Checks an out-pointer up front, so nothing is computed for a NULL or
+/// misaligned one.
 pub fn out<T>(p: *mut T, what: &str) -> Result<*mut T, Error> {
     if p.is_null() {
         return Err(Error::NullPointer(format!("out-pointer {what} is NULL")));
     }
+    aligned(p, &format!("out-pointer {what}"))?;
     Ok(p)
+}
+
+/// Refuses a pointer that is not aligned for `T`. C code cannot make one
+/// without a cast (from a byte buffer, say), but Rust may not read or
+/// write a `T` through it at all: the compiler assumes the alignment.
+pub fn aligned<T>(p: *const T, what: &str) -> Result<(), Error> {
+    if p.is_aligned() {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!("{what} ({p:p}) is not aligned to {} bytes", std::mem::align_of::<T>())))
 }
 
 /// Writes a result through a checked out-pointer.
@@ -107,6 +119,9 @@ fn array_ok<T>(p: *const T, n: usize, max: usize, what: &str) -> Result<(), Erro
     }
     if n > max {
         return Err(Error::InvalidArgument(format!("{what} has {n} entries; at most {max} are allowed")));
+    }
+    if n > 0 {
+        aligned(p, what)?;
     }
     Ok(())
 }

@@ -303,6 +303,35 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_desc_blocking(fake, 2, room, NULL, NULL, NULL, &n, NULL));
         CHECK(room[0] == -7 && n == 99 && out == sentinel && lay == -1);
     }
+    /* Misaligned arrays and out-pointers (made by casting a byte buffer):
+     * refused before anything is read or written, never dereferenced. */
+    {
+        uint64_t words[8];
+        unsigned char *raw = (unsigned char *)words;
+        int64_t *odd_dims = (int64_t *)(void *)(raw + 1);
+        int64_t *odd_i64 = (int64_t *)(void *)(raw + 9);
+        int32_t *odd_i32 = (int32_t *)(void *)(raw + 2);
+        size_t *odd_size = (size_t *)(void *)(raw + 3);
+        Blob **odd_blob = (Blob **)(void *)(raw + 4);
+        size_t n = 99;
+        memset(words, 0x5a, sizeof words);
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_create_tensor(NULL, BLOB_F32, odd_dims, 2, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_create_tensor(NULL, BLOB_F32, d23, 2, odd_blob));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_reshape(a, odd_dims, 2));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_dims(a, odd_i64, 4));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 4", blob_dtype(a, odd_i32));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_data_size(a, odd_i64));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_shape_string(a, NULL, 0, odd_size));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_desc_blocking(a, 8, odd_i64, NULL, NULL, NULL, &n, NULL));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_desc_blocking(a, 8, NULL, NULL, NULL, NULL, &n, odd_i64));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8", blob_slice(a, odd_dims, 1, &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8",
+            blob_from_dlpack(NULL, (struct DLManagedTensorVersioned *)(void *)(raw + 4), &out));
+        BAD(BLOB_ERR_INVALID_ARGUMENT, "not aligned to 8",
+            blob_from_dlpack_legacy(NULL, (struct DLManagedTensor *)(void *)(raw + 4), &out));
+        CHECK(n == 99 && out == sentinel);
+        for (i = 0; i < (int)sizeof words; i++) CHECK(raw[i] == 0x5a);
+    }
     /* Memory-mapped .npy. */
     BAD(BLOB_ERR_INVALID_ARGUMENT, "mmap_mode", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", "w", &out));
     BAD(BLOB_ERR_IO, "nonexistent", blob_load_npy_mapped(NULL, "/nonexistent/x.npy", "r", &out));
