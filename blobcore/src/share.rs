@@ -527,6 +527,43 @@ mod tests {
         }
     }
 
+    #[test]
+    fn handles_that_put_two_elements_in_one_place_are_errors() {
+        // A writable blob whose elements share memory would race under
+        // parallel writes: blobcore never writes such a handle, and refuses one.
+        let b = iota(&[1000]);
+        b.share_memory().unwrap();
+        let v = b.index(&[Index::Range { start: None, stop: None, step: Some(-1) }]).unwrap();
+        let h = v.shared_handle().unwrap();
+        let bytes = h.layout_bytes();
+        let n = bytes.len();
+        // The reversed view's padding, offset and stride are its last 24 bytes.
+        assert_eq!(bytes[n - 8..], (-1i64).to_le_bytes());
+        assert_eq!(rebuilt(&v).to_vec::<f32>().unwrap(), v.to_vec::<f32>().unwrap());
+        for (padding, stride) in [(0u64, 0i64), (999, -1), (0, 1)] {
+            let mut m = bytes.clone();
+            m[n - 24..n - 16].copy_from_slice(&padding.to_le_bytes());
+            m[n - 8..].copy_from_slice(&stride.to_le_bytes());
+            let r = SharedHandle::from_layout_bytes(h.fd.try_clone().unwrap(), &m);
+            if stride == 0 {
+                let e = r.unwrap_err();
+                assert_eq!(e.code(), 12);
+                assert!(e.to_string().contains("two elements in one place"), "{e}");
+            } else {
+                assert_eq!(Blob::from_shared_handle(&Engine::cpu(), &r.unwrap()).unwrap().count(), 1000);
+            }
+        }
+        // Two axes of one stride, on a blocked handle.
+        let t = iota(&[4, 4]);
+        t.share_memory().unwrap();
+        let tv = t.permuted_view(&[1, 0]).unwrap();
+        let h = tv.shared_handle().unwrap();
+        let mut m = h.layout_bytes();
+        let n = m.len();
+        m[n - 16..n - 8].copy_from_slice(&1i64.to_le_bytes());
+        assert_eq!(SharedHandle::from_layout_bytes(h.fd.try_clone().unwrap(), &m).unwrap_err().code(), 12);
+    }
+
     fn key() -> impl proptest::strategy::Strategy<Value = (Vec<usize>, Vec<(i64, i64, i64)>, bool)> {
         use proptest::prelude::*;
         proptest::collection::vec(1usize..5, 1..4).prop_flat_map(|dims| {

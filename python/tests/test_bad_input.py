@@ -95,6 +95,21 @@ def _with_shared(f):
         os.close(fd)
 
 
+def _with_overlapping_handle(f):
+    """Calls f with a shared blob's descriptor and the layout bytes of its
+    reversed view, edited so that every element is at one place (stride 0)."""
+    import os
+
+    b = bc.Blob.tensor([1000])
+    b.share_memory()
+    fd, layout = b[::-1]._shared_handle()
+    layout = layout[:-24] + bytes(8) + layout[-16:-8] + bytes(8)
+    try:
+        return f(fd, layout)
+    finally:
+        os.close(fd)
+
+
 ROWS = [
     # shapes and dtypes at creation
     (lambda f: bc.Blob.tensor([-1, 2]), bc.ShapeError, "negative"),
@@ -246,6 +261,7 @@ ROWS = [
     (lambda f: _with_shared(lambda fd: bc.Blob._from_shared_handle(fd, b"")), bc.FormatError, "cut short"),
     (lambda f: _with_shared(lambda fd: bc.Blob._from_shared_handle(fd, b"BCSH\x09" + bytes(20))), bc.FormatError, "another version"),
     (lambda f: bc.Blob._from_shared_handle(-1, b""), bc.InvalidArgumentError, "not an open file"),
+    (lambda f: _with_overlapping_handle(bc.Blob._from_shared_handle), bc.FormatError, "two elements in one place"),
     # engine counters
     (lambda f: bc.Engine.cpu().stats(1), TypeError, ""),
     (lambda f: bc.Engine.cpu().reset_stats(None), TypeError, ""),
