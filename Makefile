@@ -293,7 +293,7 @@ bench-py: wheel
 # cargo-fuzz over every target for FUZZ_SECONDS each, starting from the
 # seed corpus in fuzz/seeds. Needs a nightly toolchain; skips without one.
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= caffe caffemodel neoml npy safetensors gguf capi_ops
+FUZZ_TARGETS ?= caffe caffemodel neoml npy safetensors gguf capi_ops shared_handle
 fuzz:
 	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
 	  echo "make fuzz: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \

@@ -356,7 +356,8 @@ impl BlockingDesc {
     /// A blocking from all its parts, as another process described it
     /// ([`crate::share`]): any strides, checked only for what memory safety
     /// needs — entries for every blocked dim, no element below the base,
-    /// a span that fits an `i64` and no two elements in one place
+    /// a span that fits an `i64` with every partial sum of an element's
+    /// offset, and no two elements in one place
     /// ([`BlockingDesc::elements_distinct`]).
     pub(crate) fn from_parts(blk_dims: &[usize], order: &[usize], offset_padding: usize, offsets_to_data: &[usize], strides: &[isize]) -> Result<BlockingDesc> {
         let n = blk_dims.len();
@@ -371,6 +372,18 @@ impl BlockingDesc {
             strides: strides.into(),
         };
         b.span()?;
+        // Every partial sum of an element's offset fits an i64, in any
+        // order of the terms (as the kernels add them): terms that cancel
+        // out past 2^63 would pass the span check and overflow on the way.
+        let overflow = || err!(Shape, "strides {strides:?} and offsets {offsets_to_data:?} overflow an element offset on the way");
+        let mut reach = offset_padding as i128;
+        for ((&d, &s), &o) in blk_dims.iter().zip(strides).zip(offsets_to_data) {
+            let far = (o as i128).checked_add(d as i128).ok_or_else(overflow)?;
+            reach = far.checked_mul(s.unsigned_abs() as i128).and_then(|t| reach.checked_add(t)).ok_or_else(overflow)?;
+        }
+        if reach > i64::MAX as i128 {
+            return Err(overflow());
+        }
         if !b.elements_distinct() {
             return Err(err!(Shape, "strides {strides:?} over blocked dims {blk_dims:?} may put two elements in one place"));
         }
@@ -404,26 +417,31 @@ impl BlockingDesc {
     }
 
     /// The lowest and highest element offsets the blocking reaches, exact
-    /// in 128 bits (None when empty).
-    fn bounds(&self) -> Option<(i128, i128)> {
+    /// in 128 bits (None when empty; an error when even 128 bits overflow:
+    /// up to 64 blocked dims of products near 2^127 can, and a wrapped sum
+    /// would pass a bounds check it should fail).
+    fn bounds(&self) -> Result<Option<(i128, i128)>> {
         if self.blk_dims.contains(&0) {
-            return None;
+            return Ok(None);
         }
+        let overflow = || err!(Shape, "the blocking's memory span overflows");
         let (mut lo, mut hi) = (self.offset_padding as i128, self.offset_padding as i128);
         for i in 0..self.blk_dims.len() {
             let s = self.strides[i] as i128;
-            let first = self.offsets_to_data[i] as i128 * s;
-            let last = (self.blk_dims[i] as i128 - 1 + self.offsets_to_data[i] as i128) * s;
-            lo += first.min(last);
-            hi += first.max(last);
+            let off = self.offsets_to_data[i] as i128;
+            // Each factor is below 2^64 in magnitude: every product but the last fits.
+            let first = off.checked_mul(s).ok_or_else(overflow)?;
+            let last = (self.blk_dims[i] as i128 - 1 + off).checked_mul(s).ok_or_else(overflow)?;
+            lo = lo.checked_add(first.min(last)).ok_or_else(overflow)?;
+            hi = hi.checked_add(first.max(last)).ok_or_else(overflow)?;
         }
-        Some((lo, hi))
+        Ok(Some((lo, hi)))
     }
 
     /// Elements of memory the described data reaches from the base (0 when
     /// empty); no element lies below the base.
     pub fn span(&self) -> Result<usize> {
-        let Some((lo, hi)) = self.bounds() else { return Ok(0) };
+        let Some((lo, hi)) = self.bounds()? else { return Ok(0) };
         if lo < 0 {
             return Err(err!(Shape, "the blocking reaches {} elements below its base", -lo));
         }
@@ -958,6 +976,24 @@ mod tests {
         assert!(parts(&[0, 5], &[0, 0]).is_ok());
         assert!(parts(&[3, 2], &[-2, 1]).is_ok());
         assert!(BlockingDesc::new(&[2, 3, 4, 8], &[0, 1, 2, 1]).unwrap().elements_distinct());
+    }
+
+    #[test]
+    fn offsets_past_128_bits_or_cancelling_past_63_are_errors() {
+        // 16 terms of 2^124: the sum wraps 128 bits (to a span of one
+        // element in a release build, a panic in a debug one, before).
+        let p = 1usize << 62;
+        let b = BlockingDesc::from_parts(&[1; 16], &[0; 16], 0, &[p; 16], &[p as isize; 16]);
+        assert_eq!(b.unwrap_err().code(), 4);
+        let b = BlockingDesc::with_strides(&[1; 16], &[0; 16], 0, &[usize::MAX; 16], &[p; 16]);
+        assert_eq!(b.unwrap_err().code(), 4);
+        // Terms of +-2^100 that cancel: a span of one element, but the
+        // kernels' partial sums would overflow.
+        let q = 1usize << 50;
+        let b = BlockingDesc::from_parts(&[1, 1], &[0, 0], 0, &[q, q], &[q as isize, -(q as isize)]);
+        assert_eq!(b.unwrap_err().code(), 4);
+        // The same element from terms that fit.
+        assert_eq!(BlockingDesc::from_parts(&[1, 1], &[0, 0], 0, &[3, 3], &[5, -5]).unwrap().span().unwrap(), 1);
     }
 
     proptest::proptest! {

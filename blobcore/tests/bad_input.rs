@@ -385,6 +385,7 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         SHAPE, "", |f| BlockingDesc::new(&[1, 2], &[0]);
         SHAPE, "leaves out dim 1", |f| TensorDesc::with_blocking(DType::F32, &[1, 2], BlockingDesc::new(&[1, 2], &[0, 2])?);
         SHAPE, "", |f| BlockingDesc::with_strides(&[2, 3], &[0, 1], 0, &[0, 0], &[2, 1]);
+        SHAPE, "overflows", |f| BlockingDesc::with_strides(&[1; 16], &[0; 16], 0, &[1 << 62; 16], &[1 << 62; 16]);
         INVALID_ARGUMENT, "", |f| Layout::from_code(9999);
         OUT_OF_RANGE, "", |f| f.blocked.desc().offset_index(&[0, 8, 0, 0]);
         OUT_OF_RANGE, "window size 2", |f| f.blocked.window(2);
@@ -476,6 +477,34 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
             let h = x.shared_handle()?;
             let mut bytes = h.layout_bytes();
             bytes.push(0);
+            blobcore::SharedHandle::from_layout_bytes(h.fd, &bytes)
+        };
+        FORMAT, "two elements in one place", |f| {
+            // A hostile handle: stride 0 on a writable blob of 1000 elements.
+            let x = Blob::tensor(&f.e, DType::F32, &[1000])?;
+            x.share_memory()?;
+            let v = x.index(&[Index::Range { start: None, stop: None, step: Some(-1) }])?;
+            let h = v.shared_handle()?;
+            let mut bytes = h.layout_bytes();
+            let n = bytes.len();
+            bytes[n - 24..n - 16].copy_from_slice(&0u64.to_le_bytes());
+            bytes[n - 8..].copy_from_slice(&0u64.to_le_bytes());
+            blobcore::SharedHandle::from_layout_bytes(h.fd, &bytes)
+        };
+        FORMAT, "overflow an element offset", |f| {
+            // A hostile handle: offsets of 2^40 at strides +-2^40, terms of
+            // +-2^80 that cancel (the padding, 2^41, keeps every element
+            // above the base): the span fits, the kernels' sums would not.
+            let x = Blob::tensor(&f.e, DType::F32, &[2, 3])?;
+            x.share_memory()?;
+            let h = x.permuted_view(&[1, 0])?.shared_handle()?;
+            let mut bytes = h.layout_bytes();
+            let n = bytes.len();
+            let big = 1i64 << 40;
+            // The padding, 2 offsets and 2 strides are the last 40 bytes.
+            for (k, w) in [2 * big, big, big, big, -big].iter().enumerate() {
+                bytes[n - 40 + 8 * k..n - 32 + 8 * k].copy_from_slice(&w.to_le_bytes());
+            }
             blobcore::SharedHandle::from_layout_bytes(h.fd, &bytes)
         };
         FORMAT, "below its base", |f| {

@@ -281,6 +281,7 @@ ROWS = [
     (lambda f: bc.BlockingDesc([2, 3], bc.Layout.NCHW), bc.ShapeError, "needs rank 4"),
     (lambda f: bc.BlockingDesc([2, 3], bc.Layout.NC, offset=2), bc.InvalidArgumentError, "takes no offset"),
     (lambda f: bc.BlockingDesc([-2, 3], bc.Layout.NC), bc.OutOfRangeError, "negative"),
+    (lambda f: bc.BlockingDesc([1] * 16, [0] * 16, 0, [2**62] * 16, [2**62] * 16), bc.ShapeError, "overflows"),
     (lambda f: bc.BlockingDesc([2, 3], "NC"), TypeError, ""),
     # Serrano's construction
     (lambda f: bc.Blob.full([2], 256, bc.uint8), bc.OutOfRangeError, "does not fit in uint8"),

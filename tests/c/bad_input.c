@@ -293,6 +293,17 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, b2, o2, 2, 0, neg, NULL, &out));
         BAD(BLOB_ERR_NULL_POINTER, "blk_dims", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, NULL, o2, 2, 0, NULL, NULL, &out));
         BAD(BLOB_ERR_SHAPE, "fewer", blob_create_desc_strided(NULL, BLOB_F32, d2, 2, thin, o2, 2, 0, NULL, NULL, &out));
+        {
+            /* 16 terms of 2^62 * 2^62: their sum wraps 128 bits. */
+            const int64_t one[1] = {1};
+            int64_t b16[16], o16[16], big16[16];
+            for (int k = 0; k < 16; k++) {
+                b16[k] = 1;
+                o16[k] = 0;
+                big16[k] = (int64_t)1 << 62;
+            }
+            BAD(BLOB_ERR_SHAPE, "overflows", blob_create_desc_strided(NULL, BLOB_F32, one, 1, b16, o16, 16, 0, big16, big16, &out));
+        }
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_layout_by_dims(3, NULL));
         BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_desc_offset_linear(a, 6, room));
         BAD(BLOB_ERR_OUT_OF_RANGE, "negative", blob_desc_offset_linear(a, -1, room));
