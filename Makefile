@@ -60,7 +60,7 @@ define if_gpu
 endef
 
 PHONY_CUDA := cuda-ptx cuda-ptx-check
-.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan miri deps deps-check
+.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan asan miri deps deps-check
 
 all: build
 
@@ -119,7 +119,7 @@ demo-py: wheel
 	build/venv-clean/bin/pip install -q $(WHEELS)/blobcore-*.whl
 	cd build && venv-clean/bin/python -c "import blobcore as bc, numpy as np; b = bc.Blob.tensor([2, 3]); b.fill(2); print('clean venv:', bc.__version__, np.asarray(b).sum())"
 
-test: deps deps-check header-check cuda-ptx-check lint doc-check package-check test-rust test-c test-py tsan miri
+test: deps deps-check header-check cuda-ptx-check lint doc-check package-check test-rust test-c test-py tsan asan miri
 
 # Release mode: the property tests run many cases, and the memory test
 # checks resident sizes of optimised code.
@@ -313,6 +313,22 @@ tsan:
 	  echo "make tsan: skipped: needs rust-src for the nightly toolchain, and rustup could not add it"; exit 0; }; \
 	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1" \
 	  $(CARGO) +nightly test -Zbuild-std --target $(HOST_TRIPLE) --target-dir target/tsan -p blobcore --test concurrency
+
+# The core's Rust tests under AddressSanitizer: out-of-bounds reads and
+# writes and use-after-free in the copy and layout kernels (the AVX ones
+# too, which Miri cannot run) and in the file decoders, over the unit
+# tests, the property tests (props, blockings), views and buffers, and
+# the hostile-file corpus. Blobs of 1 MiB and more live in anonymous maps
+# (storage.rs, MAP_BYTES), which ASan does not watch; the suites' blobs
+# are mostly smaller. Leaks are left to valgrind and Miri (statics that
+# live as long as the process would be reported). Needs a nightly
+# toolchain; skips without one.
+ASAN_TESTS ?= --lib --test props --test blockings --test views_buffers --test hostile_files
+asan:
+	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
+	  echo "make asan: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
+	RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" ASAN_OPTIONS="detect_leaks=0:halt_on_error=1" \
+	  $(CARGO) +nightly test --target $(HOST_TRIPLE) --target-dir target/asan -p blobcore $(ASAN_TESTS)
 
 # The core's unsafe code under Miri (undefined behaviour: aliasing,
 # out-of-bounds and dangling accesses, leaks), on the unit tests of the
