@@ -55,6 +55,21 @@ fn element_size(b: *const Blob) -> usize {
     }
 }
 
+/// Puts a new handle in a slot, freeing the one it replaces (a freed
+/// handle's free is `BLOB_ERR_INVALID_HANDLE`) and forgetting that one's
+/// held buffers, so that no sequence leaks a blob.
+fn replace(blobs: &mut [*mut Blob; SLOTS], held: &mut Vec<Held>, slot: usize, new: *mut Blob) {
+    let old = blobs[slot];
+    if !old.is_null() {
+        let st = blob_free(old);
+        check(st, "free replaced");
+        if st == BLOB_OK {
+            held.retain(|h| h.owner != old);
+        }
+    }
+    blobs[slot] = new;
+}
+
 /// Interprets `data` as a sequence of API calls.
 pub fn run(data: &[u8]) {
     let mut r = Bytes(data, 0);
@@ -75,7 +90,7 @@ pub fn run(data: &[u8]) {
                 let st = blob_create_tensor(std::ptr::null(), dtype, dims.as_ptr(), rank, &mut out);
                 check(st, "create");
                 if st == BLOB_OK {
-                    blobs[s] = out;
+                    replace(&mut blobs, &mut held, s, out);
                 }
             }
             1 => {
@@ -93,7 +108,8 @@ pub fn run(data: &[u8]) {
                 let st = blob_create_window(b, r.small(), &mut out);
                 check(st, "window");
                 if st == BLOB_OK {
-                    blobs[r.slot()] = out;
+                    let to = r.slot();
+                    replace(&mut blobs, &mut held, to, out);
                 }
             }
             4 => check(blob_set_parent_pos(b, r.small()), "set_parent_pos"),
@@ -161,7 +177,8 @@ pub fn run(data: &[u8]) {
                 let st = blob_slice(b, idx.as_ptr(), 1, &mut out);
                 check(st, "slice");
                 if st == BLOB_OK {
-                    blobs[r.slot()] = out;
+                    let to = r.slot();
+                    replace(&mut blobs, &mut held, to, out);
                 }
             }
             16 => {
