@@ -429,7 +429,8 @@ impl BlockingDesc {
         for i in 0..self.blk_dims.len() {
             let s = self.strides[i] as i128;
             let off = self.offsets_to_data[i] as i128;
-            // Each factor is below 2^64 in magnitude: every product but the last fits.
+            // Offsets and dims below 2^64 and strides below 2^63 in magnitude:
+            // a product can pass 2^127, hence the checks.
             let first = off.checked_mul(s).ok_or_else(overflow)?;
             let last = (self.blk_dims[i] as i128 - 1 + off).checked_mul(s).ok_or_else(overflow)?;
             lo = lo.checked_add(first.min(last)).ok_or_else(overflow)?;

@@ -553,7 +553,7 @@ mod tests {
                 assert_eq!(Blob::from_shared_handle(&Engine::cpu(), &r.unwrap()).unwrap().count(), 1000);
             }
         }
-        // Two axes of one stride, on a blocked handle.
+        // Two axes of one stride, on a transposed view's handle.
         let t = iota(&[4, 4]);
         t.share_memory().unwrap();
         let tv = t.permuted_view(&[1, 0]).unwrap();
