@@ -1,12 +1,18 @@
-"""Weights larger than you want in RAM: write a safetensors file of several
-GiB made of untouched blobs, then memory-map it. Opening costs O(1) time
-and almost no resident memory; pages are read only when a tensor is used.
+"""Weights larger than you want in RAM: write a safetensors file of a GiB
+or more made of untouched blobs, then memory-map it. Opening costs O(1)
+time and almost no resident memory; pages are read only when a tensor is
+used.
 
-    python examples/python/weights_mmap.py          # 4 GiB
-    BLOBCORE_DEMO_GIB=1 python examples/python/weights_mmap.py
+    python examples/python/weights_mmap.py          # 1 GiB
+    BLOBCORE_DEMO_GIB=8 python examples/python/weights_mmap.py
+
+The file goes to the temporary directory; when it would take more than
+half of that directory's free space, the demo says so and writes a
+smaller one.
 """
 
 import os
+import shutil
 import tempfile
 import time
 
@@ -21,11 +27,16 @@ def rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-gib = float(os.environ.get("BLOBCORE_DEMO_GIB", "4"))
+gib = float(os.environ.get("BLOBCORE_DEMO_GIB", "1"))
 layers = 16
-per_layer = int(gib * (1 << 30)) // layers // 4  # float32 elements
 rows = 4096
 with tempfile.TemporaryDirectory() as tmp:
+    free_gib = shutil.disk_usage(tmp).free / (1 << 30)
+    if gib > free_gib / 2:
+        smaller = max(free_gib / 2, 1 / 16)
+        print(f"{tmp} has {free_gib:.2f} GiB free: writing {smaller:.2f} GiB instead of {gib:.2f}")
+        gib = smaller
+    per_layer = max(int(gib * (1 << 30)) // layers // 4 // rows, 1) * rows  # float32 elements
     path = os.path.join(tmp, "model.safetensors")
     # Untouched blobs: their memory is never written, so saving reads zero pages.
     blobs = {f"layer{i:02d}.weight": bc.Blob.tensor([rows, per_layer // rows]) for i in range(layers)}
