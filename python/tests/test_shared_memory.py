@@ -10,6 +10,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import struct
 import time
 
 import numpy as np
@@ -176,6 +177,83 @@ def test_descriptors_rebuild_the_same_memory_in_one_process():
     assert np.shares_memory(np.asarray(r), np.asarray(b))
     with pytest.raises(bc.UnsupportedError):
         b.T.shared_fd()
+
+
+# A pickled shared blob carries its layout as bytes; a process that
+# receives edited bytes must get an error or a blob whose elements are
+# where the bytes say, each in the memory, no two in one place.
+HANDLE_MEMORY = 64  # float32 elements in the shared file
+
+
+def _handle_bytes(head, dims, order, padding, offsets, strides):
+    """Layout bytes (share.rs's format) of a writable strided float32 view
+    at offset 0: `head` is a real handle's magic, flags and dtype code;
+    the layout is OpenVINO's BLOCKED (200), one blocked dim per dim, the
+    i-th along dim order[i]."""
+    q = lambda v: struct.pack("<Q", v)  # noqa: E731
+    out = head[:5] + bytes([2]) + head[6:10] + q(0) + bytes([len(dims)]) + b"".join(map(q, dims))
+    out += struct.pack("<i", 200) + bytes([len(dims)]) + b"".join(q(dims[d]) for d in order) + b"".join(map(q, order))
+    return out + q(padding) + b"".join(map(q, offsets)) + b"".join(struct.pack("<q", v) for v in strides)
+
+
+@st.composite
+def handle_layouts(draw):
+    """(dims, order, padding, offsets, strides, must_accept): either a
+    permuted dense layout with gaps and reversed axes, moved up so that
+    no element is below the base (blobcore writes such handles, so it must
+    read them back whenever they fit the memory), or arbitrary strides,
+    zero and repeated ones included."""
+    rank = draw(st.integers(1, 3))
+    dims = draw(st.lists(st.sampled_from([2, 3, 4, 1, 0]), min_size=rank, max_size=rank))
+    order = draw(st.permutations(range(rank)))
+    offsets = draw(st.lists(st.integers(0, 2), min_size=rank, max_size=rank))
+    if draw(st.booleans()):
+        strides = [0] * rank
+        reach = 0
+        for i in draw(st.permutations(range(rank))):  # innermost first
+            strides[i] = (reach + 1) * draw(st.integers(1, 2)) * draw(st.sampled_from([1, -1]))
+            reach += abs(strides[i]) * max(dims[order[i]] - 1, 0)
+        low = sum(o * s for o, s in zip(offsets, strides)) + sum((dims[order[i]] - 1) * s for i, s in enumerate(strides) if s < 0 and dims[order[i]])
+        padding = max(-low, 0) + draw(st.integers(0, 8))
+        return dims, list(order), padding, offsets, strides, True
+    strides = draw(st.lists(st.integers(-12, 12), min_size=rank, max_size=rank))
+    return dims, list(order), draw(st.integers(0, 40)), offsets, strides, False
+
+
+@settings(max_examples=400, deadline=None)
+@seed(60)
+@given(handle_layouts())
+def test_edited_handles_give_errors_or_the_elements_they_describe(case):
+    dims, order, padding, offsets, strides, must_accept = case
+    # The oracle: every element's offset, listed one by one (OpenVINO's
+    # formula with one blocked dim per dim, in row-major order of dims).
+    where = [padding + sum((idx[order[i]] + offsets[i]) * strides[i] for i in range(len(dims))) for idx in np.ndindex(*dims)]
+    fits = all(0 <= w < HANDLE_MEMORY for w in where)
+    distinct = len(set(where)) == len(where)
+    b = bc.Blob.tensor([HANDLE_MEMORY])
+    b.share_memory()
+    raw = np.asarray(b)
+    raw[:] = np.arange(HANDLE_MEMORY)
+    fd, template = b[::-1]._shared_handle()
+    try:
+        layout = _handle_bytes(template, dims, order, padding, offsets, strides)
+        try:
+            v = bc.Blob._from_shared_handle(fd, layout)
+        except (bc.FormatError, bc.ShapeError, bc.InvalidArgumentError):
+            assert not (fits and distinct and must_accept), "a layout blobcore writes was refused"
+            assert not (fits and distinct and len(where) <= 1), "a layout of at most one element was refused"
+            return
+    finally:
+        os.close(fd)
+    assert fits and distinct, f"accepted a layout whose elements are at {where}"
+    assert v.shape == tuple(dims) and v.writeable and v.is_shared
+    got = v.numpy(copy=True)
+    assert got.tolist() == raw[where].reshape(dims).tolist()
+    new = -1.0 - np.arange(len(where), dtype=np.float32).reshape(dims)
+    v[...] = new
+    want = np.arange(HANDLE_MEMORY, dtype=np.float32)
+    want[where] = new.ravel()
+    assert raw.tolist() == want.tolist()
 
 
 # ------------------------------------------------------------ across processes
