@@ -195,7 +195,9 @@ impl Blob {
         // single read lock (no clone of the layout), then the storage is
         // pinned without it.
         let st = self.state();
-        if st.is_dense() {
+        // A blob with no elements exports as a dense empty array: its
+        // strides and origin are checked against no memory.
+        if st.is_dense() || st.shape.count() == 0 {
             let (storage, offset) = (Arc::clone(&st.storage), st.offset);
             let shape = st.shape.clone();
             drop(st);
@@ -305,6 +307,44 @@ fn pin_device_at(storage: &Arc<Storage>, write: bool, start: usize) -> Result<(c
 mod tests {
     use super::*;
     use crate::engine::Engine;
+
+    /// Blobs with no elements whose blocking puts its (absent) first
+    /// element far away, past the memory or past `isize`: offsets and
+    /// padding of an empty blocking reach no memory, and every operation
+    /// takes such a blob as empty (these once gave an Internal error on
+    /// export, or overflowed).
+    #[test]
+    fn empty_blobs_with_far_origins_are_empty() {
+        use crate::layout::{BlockingDesc, TensorDesc};
+        let e = Engine::cpu();
+        let cases = [
+            (2, BlockingDesc::with_strides(&[2, 0], &[0, 1], 0, &[1 << 62, 0], &[4, 1]).unwrap()),
+            (3, BlockingDesc::with_strides(&[3, 0], &[0, 1], usize::MAX, &[usize::MAX, 7], &[1 << 40, 1]).unwrap()),
+            (1, BlockingDesc::with_strides(&[1, 0], &[0, 1], 1 << 62, &[1 << 61, 1 << 61], &[1 << 62, 1 << 62]).unwrap()),
+        ];
+        for (n, b) in cases {
+            let d = TensorDesc::with_blocking(DType::F32, &[n, 0], b).unwrap();
+            let x = Blob::with_desc(&e, &d).unwrap();
+            assert_eq!(x.count(), 0);
+            let ex = x.export().unwrap();
+            assert_eq!((ex.shape(), ex.byte_span()), (&[n, 0][..], 0));
+            drop(ex);
+            let dense = Blob::tensor(&e, DType::F32, &[n, 0]).unwrap();
+            x.copy_from(&dense).unwrap();
+            dense.copy_from(&x).unwrap();
+            x.reorder_from(&dense).unwrap();
+            dense.reorder_from(&x).unwrap();
+            assert_eq!(x.copy().unwrap().count(), 0);
+            let t = x.transposed(0, 1).unwrap();
+            assert_eq!(t.export().unwrap().byte_span(), 0);
+            let m = x.to_dlpack(0).unwrap();
+            // SAFETY: a tensor blobcore just exported, released once by its own deleter.
+            unsafe {
+                let deleter = m.as_ref().deleter.unwrap();
+                deleter(m.as_ptr());
+            }
+        }
+    }
 
     #[test]
     fn export_pins_memory_and_blocks_reallocation() {

@@ -87,11 +87,21 @@ fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: us
     let len = if step > 0 {
         if stop > start { (stop - start - 1) / step + 1 } else { 0 }
     } else if start > stop {
-        (start - stop - 1) / (-step) + 1
+        // unsigned_abs: a step of i64::MIN has no i64 negation.
+        ((start - stop - 1) as u64 / step.unsigned_abs()) as i64 + 1
     } else {
         0
     };
     Ok((start, step, len as usize))
+}
+
+/// `offset + i * stride`, or a Shape error where it passes `isize`: an
+/// index of a blob's span cannot (the span fits), but the strides of a
+/// blob with no elements are checked against no memory.
+fn offset_plus(offset: isize, i: isize, stride: isize) -> Result<isize> {
+    i.checked_mul(stride)
+        .and_then(|t| offset.checked_add(t))
+        .ok_or_else(|| err!(Shape, "the indexed view's offset or stride overflows (index {i}, stride {stride})"))
 }
 
 /// The position integer `i` selects on `axis` of size `n` (negative
@@ -137,16 +147,18 @@ pub(crate) fn plan(dims: &[usize], strides: &[isize], key: &[Index]) -> Result<P
         match k {
             Index::At(i) => {
                 let j = position(i, axis, dims[axis])?;
-                out.offset += j as isize * strides[axis];
+                out.offset = offset_plus(out.offset, j as isize, strides[axis])?;
                 axis += 1;
             }
             Index::Range { start, stop, step } => {
                 let (first, step, len) = resolve_range(start, stop, step, dims[axis])?;
                 if len > 0 {
-                    out.offset += first as isize * strides[axis];
+                    out.offset = offset_plus(out.offset, first as isize, strides[axis])?;
                 }
                 out.dims.push(len);
-                out.strides.push(strides[axis] * step as isize);
+                // Over one element the step is never taken (NumPy's
+                // `x[::2**62]`): its stride stays, and cannot overflow.
+                out.strides.push(if len > 1 { offset_plus(0, step as isize, strides[axis])? } else { strides[axis] });
                 axis += 1;
             }
             Index::NewAxis => {
@@ -470,7 +482,9 @@ impl Blob {
                     }
                     offset += first as usize * stride[a] as usize;
                     out_dims[n] = len;
-                    out_strides[n] = stride[a] * step as isize;
+                    // One element: the step is never taken (and times the
+                    // stride may pass isize, as for `x[::2**62]`).
+                    out_strides[n] = if len > 1 { stride[a].checked_mul(step as isize)? } else { stride[a] };
                     n += 1;
                 }
                 Index::NewAxis | Index::Ellipsis => return None,
@@ -576,6 +590,42 @@ mod tests {
         let c = Blob::new(b.engine(), DType::F32, b.shape()).unwrap();
         c.copy_from(b).unwrap();
         c.to_vec().unwrap()
+    }
+
+    /// Steps past the dim (up to i64's ends) select one element, as in
+    /// NumPy (`x[::2**62]`, `x[::-2**63]`): no overflow of the step times
+    /// the stride, nor of the step's negation.
+    #[test]
+    fn steps_at_the_ends_of_i64_select_one_element() {
+        let x = ramp(&[3, 4]);
+        let r = |start, step| Index::Range { start, stop: None, step: Some(step) };
+        for (key, want_shape, want) in [
+            (vec![r(None, 1 << 62)], vec![1, 4], vec![0., 1., 2., 3.]),
+            (vec![r(None, i64::MAX)], vec![1, 4], vec![0., 1., 2., 3.]),
+            (vec![r(None, i64::MIN)], vec![1, 4], vec![8., 9., 10., 11.]),
+            (vec![Index::ALL, r(Some(1), i64::MIN)], vec![3, 1], vec![1., 5., 9.]),
+            (vec![r(Some(-1), -(1 << 62)), r(None, i64::MAX)], vec![1, 1], vec![8.]),
+        ] {
+            let v = x.index(&key).unwrap();
+            assert_eq!((v.shape().dims(), values(&v)), (&want_shape[..], want), "{key:?}");
+        }
+    }
+
+    /// An empty blob's blocking is checked against no memory, so its
+    /// strides may be far past what a view can add: indexing it gives an
+    /// empty view or a Shape error, never an overflow.
+    #[test]
+    fn views_of_empty_blobs_with_huge_strides() {
+        use crate::layout::{BlockingDesc, TensorDesc};
+        let b = BlockingDesc::with_strides(&[4, 0], &[0, 1], 0, &[], &[1 << 62, 1]).unwrap();
+        let x = Blob::with_desc(&Engine::cpu(), &TensorDesc::with_blocking(DType::F32, &[4, 0], b).unwrap()).unwrap();
+        for key in [vec![Index::At(3)], vec![Index::Range { start: Some(2), stop: None, step: Some(1) }], vec![Index::Range { start: None, stop: None, step: Some(3) }]] {
+            match x.index(&key) {
+                Ok(v) => assert_eq!(v.count(), 0),
+                Err(e) => assert_eq!(e.code(), 4, "{e}"),
+            }
+        }
+        assert_eq!(x.transposed(0, 1).unwrap().count(), 0);
     }
 
     const fn r(start: Option<i64>, stop: Option<i64>, step: Option<i64>) -> Index {

@@ -485,6 +485,11 @@ impl BlockingDesc {
 
     /// The offset of logical element 0 from the base.
     pub fn origin(&self) -> usize {
+        // No element, no origin: an empty blocking's offsets and padding
+        // are not checked against any memory (nor against isize).
+        if self.blk_dims.contains(&0) {
+            return 0;
+        }
         let mut at = self.offset_padding as isize;
         for (&o, &s) in self.offsets_to_data.iter().zip(&self.strides) {
             at += o as isize * s;

@@ -118,6 +118,17 @@ class Idx:
         return self.v
 
 
+@pytest.mark.parametrize("key", [np.s_[::2**62], np.s_[::-2**63], np.s_[:, 1::-2**63], np.s_[-1::-2**62, ::2**63 - 1], np.s_[::2**63 - 1, 2]])
+def test_steps_at_the_ends_of_int64_match_numpy(key):
+    """A step past the dim selects one element; times the stride it
+    passes int64 (and -2**63 has no int64 negation)."""
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    b = bc.Blob.from_numpy(a)
+    for x in (b, b.T.T, b[::-1, ::-1][::-1, ::-1]):
+        got = np.asarray(x[key])
+        assert got.shape == a[key].shape and got.tolist() == a[key].tolist()
+
+
 def test_integer_like_keys_match_numpy():
     a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     b = bc.Blob.from_numpy(a)
