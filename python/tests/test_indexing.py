@@ -25,7 +25,7 @@ def random_key(rng, shape):
         else:
             start = rng.choice([None, rng.randint(-n - 2, n + 2)])
             stop = rng.choice([None, rng.randint(-n - 2, n + 2)])
-            step = rng.choice([None, 1, 2, 3, -1, -2])
+            step = rng.choice([None, 1, 2, 3, -1, -2, 2**62, -(2**63)])
             key.append(slice(start, stop, step))
         if rng.random() < 0.15:
             key.append(None)

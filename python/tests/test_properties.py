@@ -185,7 +185,8 @@ def array_and_key(draw, for_set=False):
         elif k == 1:
             start = draw(st.one_of(st.none(), st.integers(-6, 6)))
             stop = draw(st.one_of(st.none(), st.integers(-6, 6)))
-            step = draw(st.one_of(st.none(), st.sampled_from([-2, -1, 1, 2, 3])))
+            # and steps past any dim, at int64's ends (one element each)
+            step = draw(st.one_of(st.none(), st.sampled_from([-2, -1, 1, 2, 3, 2**62, 2**63 - 1, -(2**63)])))
             entries.append(slice(start, stop, step))
         elif k == 2:
             entries += [None, slice(None)]  # a new axis, then this dim whole
