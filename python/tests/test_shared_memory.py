@@ -219,8 +219,8 @@ def handle_layouts(draw):
     if draw(st.booleans()):
         strides = draw(st.lists(st.integers(-12, 12), min_size=rank, max_size=rank))
         return dims, list(order), draw(st.integers(0, 40)), offsets, strides, False
-    # Near the ends of the encoding's integers: sums past 64 bits (and past
-    # 128, over many dims) must be errors, never wrap into the memory.
+    # Near the ends of the encoding's integers: offsets whose sums pass 64
+    # bits must be errors, never wrap into the memory.
     big = st.sampled_from([2**62, 2**63 - 1, 2**61 + 3])
     stride = st.one_of(st.integers(-12, 12), big, big.map(lambda v: -v), st.just(-(2**63)))
     offset = st.one_of(st.integers(0, 2), st.sampled_from([2**62, 2**63, 2**64 - 1]))
