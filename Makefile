@@ -60,7 +60,7 @@ define if_gpu
 endef
 
 PHONY_CUDA := cuda-ptx cuda-ptx-check
-.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan asan miri deps deps-check
+.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py test-py-checked wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan asan miri deps deps-check
 
 all: build
 
@@ -121,12 +121,19 @@ demo-py: wheel
 
 test: deps deps-check header-check cuda-ptx-check lint doc-check package-check test-rust test-c test-py tsan asan miri
 
-# Release mode: the property tests run many cases, and the memory test
-# checks resident sizes of optimised code.
+# Optimised code (the property tests run many cases, and the memory test
+# checks resident sizes of optimised code), built with overflow checks and
+# debug assertions (Cargo.toml's `checked` profile): arithmetic that would
+# wrap silently in a release build panics here. The exhaustive tests of
+# every float32 pattern are marked ignored when debug assertions are on
+# (a debug build would take hours), so they run here with --ignored
+# (--workspace, as above and for the GPU engine's suites: one feature
+# set, so no second build).
 test-rust:
 	@$(DEPS) build gpu
-	$(CARGO) test --workspace --release
-	$(call if_gpu,BLOBCORE_ENGINE=gpu $(CARGO) test --release -p blobcore $(ENGINE_SUITES),the Rust suites on the GPU engine)
+	$(CARGO) test --workspace --profile checked
+	$(CARGO) test --workspace --lib --profile checked -- --ignored
+	$(call if_gpu,BLOBCORE_ENGINE=gpu $(CARGO) test --workspace --profile checked $(ENGINE_SUITES),the Rust suites on the GPU engine)
 
 # C and C++ examples and the error-path tests, through ctest against a staged
 # install, then once more under valgrind.
@@ -143,6 +150,14 @@ test-c: stage
 	  cmake --build $(CBUILD)-asan -j2 >/dev/null && \
 	  cd $(CBUILD)-asan && ctest --output-on-failure -E '^gpu$$'; \
 	else echo "SKIPPED: the AddressSanitizer build of the C tests (the compiler cannot -fsanitize=address)"; fi
+	@echo "== the C tests against libblob built with overflow checks and debug assertions (Cargo.toml's checked profile)"
+	$(CARGO) build -q --profile checked -p blobcore-capi
+	rm -rf $(CBUILD)/checked-lib && mkdir -p $(CBUILD)/checked-lib && ln -s $(abspath $(CARGO_TARGET_DIR))/checked/libblob.so $(CBUILD)/checked-lib/libblob.so.0
+	LD_LIBRARY_PATH=$(CBUILD)/checked-lib ldd $(CBUILD)/bad_input | grep -q 'checked-lib/libblob.so.0'
+	@cd $(CBUILD) && LD_LIBRARY_PATH=$(CBUILD)/checked-lib ctest -V -LE memcheck > checked.log 2>&1; rc=$$?; \
+	  grep -E "tests passed|tests failed" checked.log; \
+	  if grep -q "panicked at" checked.log; then grep -A2 "panicked at" checked.log | head -n 40; exit 1; fi; \
+	  if [ $$rc -ne 0 ]; then grep -E "Failed|\*\*\*" checked.log | head -n 40; exit $$rc; fi
 	@echo "== pkg-config build of the quickstart against the staged install"
 	PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig $(CC) -std=c99 -Wall -Wextra -Werror -pedantic examples/c/quickstart.c \
 		$$(PKG_CONFIG_PATH=$(STAGE)/lib/pkgconfig pkg-config --cflags --libs blob) -Wl,-rpath,$(STAGE)/lib -o $(CBUILD)/quickstart_pc
@@ -238,6 +253,27 @@ test-dist: dist
 test-py: wheel-check test-dist stage $(NEOML_VENV)/.ready
 	cd python/tests && BLOBCORE_LIBBLOB=$(STAGE)/lib/libblob.so BLOBCORE_NEOML_PYTHON=$(NEOML_VENV)/bin/python $(VENV)/bin/python -m pytest -q
 	$(call if_gpu,cd python/tests && BLOBCORE_ENGINE=gpu $(VENV)/bin/python -m pytest -q,the Python suite on the GPU engine)
+	$(MAKE) --no-print-directory test-py-checked
+
+# The Python suite once more, against the extension built with the
+# `checked` profile (overflow checks, debug assertions), unpacked into a
+# directory that goes first on PYTHONPATH: the installed wheel, like any
+# release build, would wrap an overflowing offset silently where this one
+# panics. Its output goes to a log (pytest -s, so that a panic the
+# bindings catch and turn into an error still shows): any "panicked at"
+# in it fails the run.
+CHECKED_PY := $(abspath $(CARGO_TARGET_DIR))/checked/python
+CHECKED_ENV := PYTHONPATH=$(CHECKED_PY)/site BLOBCORE_LIBBLOB=$(STAGE)/lib/libblob.so BLOBCORE_NEOML_PYTHON=$(NEOML_VENV)/bin/python
+test-py-checked: $(VENV)/.ready $(NEOML_VENV)/.ready stage
+	@$(DEPS) build python
+	rm -rf $(CHECKED_PY) && mkdir -p $(CHECKED_PY)/site
+	$(VENV)/bin/maturin build --quiet --profile checked -m python/Cargo.toml -o $(CHECKED_PY)
+	$(VENV)/bin/python -m zipfile -e $(CHECKED_PY)/blobcore-*.whl $(CHECKED_PY)/site
+	cd python/tests && $(CHECKED_ENV) $(VENV)/bin/python -c 'import blobcore, sys; assert blobcore.__file__.startswith(sys.argv[1]), blobcore.__file__' $(CHECKED_PY)/site
+	@cd python/tests && $(CHECKED_ENV) $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider > $(CHECKED_PY)/pytest.log 2>&1; rc=$$?; \
+	  echo "== the Python suite against the checked build (log: $(CHECKED_PY)/pytest.log)"; tail -n 1 $(CHECKED_PY)/pytest.log; \
+	  if grep -q "panicked at" $(CHECKED_PY)/pytest.log; then grep -A2 "panicked at" $(CHECKED_PY)/pytest.log | head -n 40; exit 1; fi; \
+	  if [ $$rc -ne 0 ]; then grep -E "^(FAILED|ERROR)" $(CHECKED_PY)/pytest.log; exit $$rc; fi
 
 $(CBINDGEN):
 	@$(DEPS) build
@@ -311,13 +347,15 @@ fuzz:
 
 # The Rust concurrency tests under ThreadSanitizer. Needs a nightly
 # toolchain with rust-src (std is rebuilt instrumented); skips without one.
+# tests/tsan.supp holds the one suppression (triomphe's fence, which
+# ThreadSanitizer does not model).
 HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 tsan:
 	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
 	  echo "make tsan: skipped: no nightly toolchain (rustup toolchain install nightly)"; exit 0; fi; \
 	rustup component add rust-src --toolchain nightly >/dev/null 2>&1 || { \
 	  echo "make tsan: skipped: needs rust-src for the nightly toolchain, and rustup could not add it"; exit 0; }; \
-	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1" \
+	RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  $(CARGO) +nightly test -Zbuild-std --target $(HOST_TRIPLE) --target-dir target/tsan -p blobcore --test concurrency
 
 # The core's Rust tests under AddressSanitizer: out-of-bounds reads and

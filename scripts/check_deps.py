@@ -37,7 +37,7 @@ BASE = {
     "rm", "mkdir", "install", "ln", "cp", "mv", "cat", "touch", "chmod", "head", "tail", "sort",
     "mktemp", "tee", "tr", "cut", "wc", "env", "id", "dirname", "basename", "readlink",
     "realpath", "uname", "nproc", "sleep", "seq", "xargs", "find", "sed", "grep", "awk",
-    "bash", "sh", "which", "ldconfig", "dpkg", "dpkg-query", "apt-get", "sudo", "timeout",
+    "bash", "sh", "which", "ldconfig", "ldd", "dpkg", "dpkg-query", "apt-get", "sudo", "timeout",
     "cargo", "rustc", "rustup",
     "cargo-fuzz",  # `make fuzz` installs it with cargo install
 }
@@ -97,6 +97,8 @@ def makefile_commands(text: str) -> list[tuple[str, str]]:
             return body
 
         s = re.sub(r"\$\(call (\w+),([^()]*(?:\([^()]*\)[^()]*)*)\)", call, s)
+        # make's path functions run no program: their argument stands in.
+        s = re.sub(r"\$\((?:abspath|realpath) ([^()]*(?:\([^()]*\)[^()]*)*)\)", r"\1", s)
         s = re.sub(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
                    lambda m: variables.get(m.group(1), ""), s)
         return s if "$(" not in re.sub(r"\$\$\(", "", s) or depth > 9 else expand(s, depth + 1)
