@@ -208,17 +208,31 @@ impl Blob {
             return Err(err!(Unsupported, "a blocked layout ({layout}) cannot be exported as a strided array; reorder it into a dense blob first"));
         };
         let es = self.dtype().size();
-        let span = st.span()?.saturating_sub(base) * es;
-        let start = (st.offset + base) * es;
+        let span = st.span()?.saturating_sub(base).checked_mul(es);
+        let start = st.offset.checked_add(base).and_then(|e| e.checked_mul(es));
         let dims = st.shape.clone();
         let storage = Arc::clone(&st.storage);
         drop(st);
-        if start + span > storage.len() {
+        let fits = |&(start, span): &(usize, usize)| start.checked_add(span).is_some_and(|end| end <= storage.len());
+        let Some((start, span)) = start.zip(span).filter(fits) else {
             return Err(err!(Internal, "export exceeds storage of {} bytes", storage.len()));
-        }
+        };
+        // Byte strides. An axis of one element is never stepped along, so
+        // its stride may be any value (a shared handle's, say, near 2^63):
+        // where it would overflow in bytes it is given as 0, which
+        // describes the same elements. On longer axes the span checked
+        // above bounds every stride, so the product fits.
+        let byte_strides = strides
+            .iter()
+            .zip(dims.dims())
+            .map(|(&s, &d)| match s.checked_mul(es as isize) {
+                Some(b) => Ok(b),
+                None if d <= 1 => Ok(0),
+                None => Err(err!(Internal, "a stride of {s} elements overflows in bytes")),
+            })
+            .collect::<Result<_>>()?;
         let writable = write && storage.is_writable();
         let (pin, ptr, at) = pin_at(storage, writable, device, start)?;
-        let byte_strides = strides.iter().map(|&s| s * es as isize).collect();
         Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape: dims, strides: Some(byte_strides), span, writable, device: at })
     }
 
@@ -343,6 +357,42 @@ mod tests {
                 let deleter = m.as_ref().deleter.unwrap();
                 deleter(m.as_ptr());
             }
+        }
+    }
+
+    #[test]
+    fn one_element_axes_may_have_strides_past_bytes() {
+        use crate::layout::{BlockingDesc, TensorDesc};
+        // [1, 2, 3] with the one-element axis strided 2^62 elements apart
+        // (more than isize holds in bytes): the stride is never stepped
+        // along, so every face describes the same six elements.
+        let e = Engine::cpu();
+        let b = BlockingDesc::with_strides(&[1, 2, 3], &[0, 1, 2], 0, &[0, 0, 0], &[1 << 62, 3, 1]).unwrap();
+        let d = TensorDesc::with_blocking(DType::F32, &[1, 2, 3], b).unwrap();
+        let x = Blob::with_desc(&e, &d).unwrap();
+        let want = [0f32, 1., 2., 3., 4., 5.];
+        x.copy_from_slice(&want).unwrap();
+        let ex = x.export().unwrap();
+        assert_eq!((ex.shape(), &ex.byte_strides()[..], ex.byte_span()), (&[1, 2, 3][..], &[0, 12, 4][..], 24));
+        drop(ex);
+        assert_eq!(x.to_vec::<f32>().unwrap(), want);
+        assert_eq!(x.copy().unwrap().to_vec::<f32>().unwrap(), want);
+        let dense = Blob::tensor(&e, DType::F32, &[1, 2, 3]).unwrap();
+        dense.reorder_from(&x).unwrap();
+        assert_eq!(dense.to_vec::<f32>().unwrap(), want);
+        let t = x.transposed(0, 1).unwrap();
+        let ts = t.export().unwrap().byte_strides();
+        assert_eq!((t.shape().dims(), ts[0], ts[2]), (&[2, 1, 3][..], 12, 4));
+        assert_eq!(t.to_vec::<f32>().unwrap(), want);
+        assert_eq!(x.index(&[crate::index::Index::At(0)]).unwrap().to_vec::<f32>().unwrap(), want);
+        let m = x.to_dlpack(0).unwrap();
+        // SAFETY: a tensor blobcore just exported, read and then released
+        // once by its own deleter.
+        unsafe {
+            let t = &m.as_ref().dl_tensor;
+            assert_eq!(std::slice::from_raw_parts(t.strides, 3), [0, 3, 1]);
+            let deleter = m.as_ref().deleter.unwrap();
+            deleter(m.as_ptr());
         }
     }
 

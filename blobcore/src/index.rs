@@ -233,12 +233,17 @@ impl Blob {
     #[inline(always)]
     fn view_of(&self, st: &State, base: usize, p: Plan, kind: ViewKind) -> Result<Blob> {
         let shape = Shape::new(&p.dims)?;
+        if shape.count() == 0 {
+            // No elements: nothing is addressed, so the plan's offset (which
+            // an empty parent's strides may put anywhere) is not used.
+            return self.view_at(st, shape, st.offset, Placement::Dense, 0, 0, kind);
+        }
         // The storage offset of element 0.
         let first = (st.offset + base)
             .checked_add_signed(p.offset)
             .ok_or_else(|| err!(Internal, "indexed offset below the storage"))?;
         let count = shape.count();
-        let dense = count == 0 || crate::layout::is_row_major(&p.dims, &p.strides, 1);
+        let dense = crate::layout::is_row_major(&p.dims, &p.strides, 1);
         let (placement, span, origin) = if dense {
             (Placement::Dense, count, 0)
         } else {
@@ -620,10 +625,7 @@ mod tests {
         let b = BlockingDesc::with_strides(&[4, 0], &[0, 1], 0, &[], &[1 << 62, 1]).unwrap();
         let x = Blob::with_desc(&Engine::cpu(), &TensorDesc::with_blocking(DType::F32, &[4, 0], b).unwrap()).unwrap();
         for key in [vec![Index::At(3)], vec![Index::Range { start: Some(2), stop: None, step: Some(1) }], vec![Index::Range { start: None, stop: None, step: Some(3) }]] {
-            match x.index(&key) {
-                Ok(v) => assert_eq!(v.count(), 0),
-                Err(e) => assert_eq!(e.code(), 4, "{e}"),
-            }
+            assert_eq!(x.index(&key).unwrap().count(), 0);
         }
         assert_eq!(x.transposed(0, 1).unwrap().count(), 0);
     }

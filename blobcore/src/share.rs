@@ -564,6 +564,32 @@ mod tests {
         assert_eq!(SharedHandle::from_layout_bytes(h.fd.try_clone().unwrap(), &m).unwrap_err().code(), 12);
     }
 
+    #[test]
+    fn views_of_empty_handles_with_reversed_axes_are_empty() {
+        // A [0, 2] layout whose second axis runs backwards (stride -1, from
+        // padding 1): it addresses nothing, and so do its views, whatever
+        // offset their keys would give element 0 (`[..., ::-2]` starts at
+        // -1 elements; it was an Internal error).
+        let b = iota(&[8]);
+        b.share_memory().unwrap();
+        let h = b.shared_handle().unwrap();
+        let e = Engine::cpu();
+        let bl = BlockingDesc::from_parts(&[0, 2], &[0, 1], 1, &[0, 0], &[2, -1]).unwrap();
+        let desc = TensorDesc::from_parts(DType::F32, &[0, 2], Layout::Blocked, bl).unwrap();
+        let hh = SharedHandle::from_layout_bytes(h.fd.try_clone().unwrap(), &encode(0, &desc, false)).unwrap();
+        let v = Blob::from_shared_handle(&e, &hh).unwrap();
+        assert_eq!((v.dims(), v.count()), (vec![0, 2], 0));
+        let r = |start, step| Index::Range { start, stop: None, step: Some(step) };
+        for key in [vec![Index::Ellipsis, r(None, -2)], vec![r(None, 1), r(Some(1), -1)], vec![r(None, -1), r(None, 3)], vec![Index::Ellipsis, Index::At(1)]] {
+            let w = v.index(&key).unwrap();
+            assert_eq!(w.count(), 0, "{key:?}");
+            assert_eq!(w.export().unwrap().byte_span(), 0);
+            assert!(w.copy().unwrap().to_vec::<f32>().unwrap().is_empty());
+        }
+        assert_eq!(v.transposed(0, 1).unwrap().dims(), [2, 0]);
+        assert_eq!(b.to_vec::<f32>().unwrap(), iota(&[8]).to_vec::<f32>().unwrap());
+    }
+
     fn key() -> impl proptest::strategy::Strategy<Value = (Vec<usize>, Vec<(i64, i64, i64)>, bool)> {
         use proptest::prelude::*;
         proptest::collection::vec(1usize..5, 1..4).prop_flat_map(|dims| {

@@ -264,6 +264,26 @@ def test_edited_handles_give_errors_or_the_elements_they_describe(case):
     want = np.arange(HANDLE_MEMORY, dtype=np.float32)
     want[where] = new.ravel()
     assert raw.tolist() == want.tolist()
+    # Views, copies and reductions of such a blob against NumPy's of the
+    # same elements (axes of one element may carry any stride, near 2^63
+    # included, since no index ever steps along them).
+    views = [
+        (lambda a: a[::-1], "[::-1]"),
+        (lambda a: a.T, ".T"),
+        (lambda a: a[..., ::-2], "[..., ::-2]"),
+        (lambda a: a[..., 2**62 :: -(2**63)], "[..., 2**62::-2**63]"),
+        (lambda a: a[::2**62], "[::2**62]"),
+    ]
+    if len(dims) > 1 and dims[0]:
+        views.append((lambda a: a[-1], "[-1]"))
+    for view, name in views:
+        got, oracle = view(v), view(new)
+        assert got.shape == oracle.shape, name
+        assert got.numpy(copy=True).tolist() == oracle.tolist(), name
+        assert np.asarray(got).tolist() == oracle.tolist(), name
+        assert np.from_dlpack(got).tolist() == oracle.tolist(), name
+        assert got.copy().tolist() == oracle.tolist(), name
+        assert got.asum() == float(np.abs(oracle).sum()), name
 
 
 # ------------------------------------------------------------ across processes
