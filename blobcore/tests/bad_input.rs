@@ -206,6 +206,10 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         OUT_OF_RANGE, "legacy dim 2", |f| f.a.diff_at(2, 0, 0, 0);
         OUT_OF_RANGE, "", |f| f.a.data_at_index(&[0, 3]);
         OUT_OF_RANGE, "", |f| f.a.diff_at_index(&[2]);
+        OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[3, 0]).unwrap().data_at_index(&[0]);
+        OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[0]).unwrap().data_at_index(&[]);
+        OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[3, 0]).unwrap().diff_at_index(&[1]);
+        OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[3, 0]).unwrap().permuted_view(&[1, 0]).unwrap().data_at_index(&[]);
         SHAPE, "flat sequence of 6", |f| f.a.check_source_dims(&[3, 2]);
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
