@@ -13,6 +13,9 @@ mirror; after every step each blob must read as its mirror, and
 must raise a ``BlobError`` and change nothing.
 """
 
+import os
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings, strategies as st
@@ -44,6 +47,7 @@ class Doors(RuleBasedStateMachine):
 
     #: The root blob's dims and memory layout (subclasses change them).
     ROOT_DIMS = (4, 6, 5)
+    SHARED = False
 
     @classmethod
     def make_root(cls, values):
@@ -150,6 +154,34 @@ class Doors(RuleBasedStateMachine):
             assert "inside its blocks" in str(e), e
             return
         self._add(r, m[tuple(slice(lo, hi) for lo, hi in zip(begin, end))], f"{how}.region({begin},{end})")
+
+    @rule(i=st.integers(0, 100))
+    def pickled(self, i):
+        b, m, how = self.pairs[i % len(self.pairs)]
+        bufs = []
+        c = pickle.loads(pickle.dumps(b, protocol=5, buffer_callback=bufs.append), buffers=bufs)
+        shared = c.shares_memory(b)
+        # Out-of-band pickle buffers share a dense blob's memory, and
+        # others are copied.
+        assert shared == (b.is_dense and b.count() > 0), how
+        self._add(c, m if shared else m.copy(), f"pickle5({how})")
+
+    @rule()
+    def second_map(self):
+        """The root's shared memory file mapped again: another address,
+        the same memory."""
+        try:
+            fd, off = self.root.shared_fd()
+        except (bc.InvalidArgumentError, bc.UnsupportedError) as e:
+            # Documented: only a dense blob in shared memory has one.
+            assert ("not in shared memory" in str(e) or "dense" in str(e)) and not self.SHARED, e
+            return
+        try:
+            c = bc.from_shared_fd(fd, list(self.ROOT_DIMS), bc.float32, off)
+        finally:
+            os.close(fd)
+        assert c.shares_memory(self.root)
+        self._add(c, self.mirror, "from_shared_fd(root)")
 
     @rule(i=st.integers(0, 100), door=st.sampled_from(["asarray", "asblob", "from_dlpack", "np_dlpack", "memoryview", "numpy"]))
     def through_numpy(self, i, door):
@@ -270,6 +302,16 @@ class NhwcDoors(Doors):
         return b
 
 
+class SharedDoors(Doors):
+    """The same over a root in shared memory, also mapped a second time."""
+
+    SHARED = True
+
+    @classmethod
+    def make_root(cls, values):
+        return bc.Blob.from_numpy(values.copy()).share_memory()
+
+
 class BlockedDoors(Doors):
     """The same over a root blocked by 8 channels (nChw8c): no exports."""
 
@@ -295,5 +337,7 @@ test_doors = Doors.TestCase
 test_doors.settings = SETTINGS
 test_nhwc_doors = NhwcDoors.TestCase
 test_nhwc_doors.settings = SETTINGS
+test_shared_doors = SharedDoors.TestCase
+test_shared_doors.settings = SETTINGS
 test_blocked_doors = BlockedDoors.TestCase
 test_blocked_doors.settings = SETTINGS
