@@ -60,7 +60,7 @@ define if_gpu
 endef
 
 PHONY_CUDA := cuda-ptx cuda-ptx-check
-.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py test-py-checked wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan asan miri deps deps-check
+.PHONY: $(PHONY_CUDA) all build demo demo-py test test-rust test-c test-py test-py-checked test-wheel-pythons wheel header header-check install stage bench bench-c bench-py lint doc-check wheel-check libblob-floor dist test-dist package-check msrv-check clean fuzz tsan asan miri deps deps-check
 
 all: build
 
@@ -257,9 +257,25 @@ test-dist: dist
 	  (cd python/tests && $$venv/bin/python -m pytest -q -p no:cacheprovider $(DIST_TESTS)) || exit 1; \
 	done
 
+# The abi3 wheel on the newer CPythons this machine has (pyenv's: the
+# newest 3.12, 3.13 and 3.14 found), each in a clean venv with only the
+# test tools: the DIST_TESTS part of the suite, as test-dist runs it on
+# $(PYTHON). Says SKIPPED when there is none (NEWER_PYTHONS overrides).
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null)
+NEWER_PYTHONS ?= $(if $(PYENV_ROOT),$(foreach v,3.12 3.13 3.14,$(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(v).*/bin/python3)))))
+test-wheel-pythons: dist
+	@if [ -z "$(strip $(NEWER_PYTHONS))" ]; then echo "SKIPPED: the wheel on CPython >= 3.12 (none found; set NEWER_PYTHONS)"; fi
+	@for py in $(NEWER_PYTHONS); do \
+	  venv=$(CURDIR)/build/venv-$$($$py -c 'import sys; print("py%d%d" % sys.version_info[:2])') || exit 1; rm -rf $$venv; \
+	  echo "== wheel: pip install $$(basename $(DIST)/blobcore-*.whl) into a clean venv of $$($$py --version)"; \
+	  $$py -m venv $$venv || exit 1; \
+	  $$venv/bin/pip install -q --disable-pip-version-check $(DIST)/blobcore-*.whl pytest hypothesis ml_dtypes safetensors || exit 1; \
+	  (cd python/tests && $$venv/bin/python -m pytest -q -p no:cacheprovider $(DIST_TESTS)) || exit 1; \
+	done
+
 # pytest against the installed wheel (run from python/tests so that the
 # source tree's package does not shadow it).
-test-py: wheel-check test-dist stage $(NEOML_VENV)/.ready
+test-py: wheel-check test-dist test-wheel-pythons stage $(NEOML_VENV)/.ready
 	cd python/tests && BLOBCORE_LIBBLOB=$(STAGE)/lib/libblob.so BLOBCORE_NEOML_PYTHON=$(NEOML_VENV)/bin/python $(VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory test-py-checked
 
