@@ -762,7 +762,9 @@ impl PyBlob {
 
     // -------------------------------------------------------------- operations
 
-    /// ``b += other`` (same dims and dtype; ``b.add(b)`` doubles).
+    /// ``b += other`` (same dims and dtype; integers wrap). ``other`` may
+    /// share memory with ``b`` in any way (``b.add(b)`` doubles): the
+    /// result is NumPy's ``a += other.copy()``.
     fn add(&self, py: Python<'_>, other: PyRef<'_, PyBlob>) -> PyResult<()> {
         let (b, o) = (self.b.clone(), other.b.clone());
         run(py, b.is_small(), move || b.add(&o))
@@ -788,7 +790,9 @@ impl PyBlob {
         core(self.b.fill_object(n, value))
     }
 
-    /// Multiplies every element by ``factor``.
+    /// Multiplies every element by ``factor``: floats in their own
+    /// precision; integers in float64, then truncated toward zero and
+    /// saturated to the dtype's range (as ``fill``).
     fn scale(&self, py: Python<'_>, factor: f64) -> PyResult<()> {
         run(py, self.b.is_small(), || self.b.scale(factor))
     }

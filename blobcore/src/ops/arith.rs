@@ -40,7 +40,9 @@ impl BinOp {
 impl Blob {
     /// Element-wise `self += other` (NeoML `Add`). Dims and dtypes must be
     /// equal; integers wrap around. `other` may be this very blob (doubling
-    /// it) but not a partly overlapping view.
+    /// it) or any view that overlaps it: the result is NumPy's
+    /// `a += b.copy()` (a source that meets the destination is copied
+    /// first).
     pub fn add(&self, other: &Blob) -> Result<()> {
         self.binary(other, BinOp::Add)
     }
