@@ -257,15 +257,21 @@ test-dist: dist
 	  (cd python/tests && $$venv/bin/python -m pytest -q -p no:cacheprovider $(DIST_TESTS)) || exit 1; \
 	done
 
-# The abi3 wheel on the newer CPythons this machine has (pyenv's: the
-# newest 3.12, 3.13 and 3.14 found), each in a clean venv with only the
-# test tools: the DIST_TESTS part of the suite, as test-dist runs it on
-# $(PYTHON). Says SKIPPED when there is none (NEWER_PYTHONS overrides).
-PYENV_ROOT ?= $(shell pyenv root 2>/dev/null)
-NEWER_PYTHONS ?= $(if $(PYENV_ROOT),$(foreach v,3.12 3.13 3.14,$(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/$(v).*/bin/python3)))))
+# The abi3 wheel on the newer CPythons this machine has (pyenv's: one
+# 3.12, 3.13 and 3.14 each, where found), each in a clean venv with only
+# the test tools: the DIST_TESTS part of the suite, as test-dist runs it
+# on $(PYTHON). Says SKIPPED when there is none. NEWER_PYTHONS="/path/to/
+# python3 ..." names the interpreters instead.
+PYENV_ROOT ?= $(HOME)/.pyenv
+NEWER_PYTHONS ?=
 test-wheel-pythons: dist
-	@if [ -z "$(strip $(NEWER_PYTHONS))" ]; then echo "SKIPPED: the wheel on CPython >= 3.12 (none found; set NEWER_PYTHONS)"; fi
-	@for py in $(NEWER_PYTHONS); do \
+	@pys="$(NEWER_PYTHONS)"; \
+	if [ -z "$$pys" ]; then for v in 3.12 3.13 3.14; do \
+	  last=; for p in $(PYENV_ROOT)/versions/$$v.*/bin/python3; do if [ -x "$$p" ]; then last=$$p; fi; done; \
+	  if [ -n "$$last" ]; then pys="$$pys $$last"; fi; \
+	done; fi; \
+	if [ -z "$$pys" ]; then echo "SKIPPED: the wheel on CPython >= 3.12 (none found under $(PYENV_ROOT); set NEWER_PYTHONS)"; fi; \
+	for py in $$pys; do \
 	  venv=$(CURDIR)/build/venv-$$($$py -c 'import sys; print("py%d%d" % sys.version_info[:2])') || exit 1; rm -rf $$venv; \
 	  echo "== wheel: pip install $$(basename $(DIST)/blobcore-*.whl) into a clean venv of $$($$py --version)"; \
 	  $$py -m venv $$venv || exit 1; \

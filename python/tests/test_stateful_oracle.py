@@ -2,15 +2,19 @@
 
 One blob's memory is reached through many doors at once: blob views of
 every kind (integer and slice keys with any step, ``.T``, windows,
-regions), NumPy arrays of blob views (``np.asarray``), blobs wrapping
-those arrays again (``bc.asblob``, ``bc.from_dlpack``) and DLPack
-imports of NumPy views. Every blob is paired with the NumPy view of a
-mirror array that the same keys give. Writes go through any door
-(``b[key] = v``, ``fill``, ``copy_from``, ``add``, ``scale``, NumPy
-writes into an exported array) and the same write is made to the
-mirror; after every step each blob must read as its mirror, and
-``shares_memory`` must agree with NumPy's. A write that blobcore refuses
-must raise a ``BlobError`` and change nothing.
+regions), NumPy arrays of blob views (``np.asarray``, ``memoryview``,
+``b.numpy()``, ``np.from_dlpack``), blobs wrapping those arrays again
+(``bc.asblob``, ``bc.from_dlpack``), out-of-band pickles (protocol 5)
+and, for a root in shared memory, a second map of its file at another
+address (``bc.from_shared_fd``). Every blob is paired with the NumPy
+view of a mirror array that the same keys give. Writes go through any
+door (``b[key] = v`` with a number or a blob, ``fill``, ``copy_from``,
+``add``, ``scale``, ``copy_to``, NumPy writes into an exported array)
+and the same write is made to the mirror; after every step each blob
+and array must read as its mirror, and ``shares_memory`` must agree
+with NumPy's. A write that blobcore refuses must raise a ``BlobError``
+(none but the documented refusals of blocked layouts happen) and change
+nothing. The roots: dense, NHWC, nChw8c and dense in shared memory.
 """
 
 import os
@@ -88,11 +92,11 @@ class Doors(RuleBasedStateMachine):
 
     def _attempt(self, what, blob_op, mirror_op):
         """Runs blob_op; on success applies mirror_op, on a BlobError checks
-        that nothing changed."""
+        that nothing changed (any other exception fails the test)."""
         before = self.mirror.copy()
         try:
             blob_op()
-        except (bc.BlobError, ValueError, TypeError) as e:
+        except bc.BlobError as e:
             assert "internal" not in str(e).lower(), (what, e)
             np.testing.assert_array_equal(np.asarray(self.root.copy()), before, err_msg=f"{what} failed ({e}) but wrote")
             return
