@@ -1020,9 +1020,7 @@ impl Blob {
     /// read where the layout puts it (one element, whatever the layout).
     fn element_f64(&self, at: usize) -> Result<f64> {
         let st = self.state();
-        if at >= st.shape.count() {
-            return Err(no_element(st.shape.dims()));
-        }
+        st.shape.check_element(at)?;
         let element = match st.desc() {
             None => st.offset + at,
             Some(d) => st.offset + d.offset_linear(at)?,
@@ -1040,19 +1038,14 @@ impl Blob {
     /// Caffe `data_at(index)`: the element at the leading `index` (missing
     /// trailing indices read as 0, as Caffe's `offset(indices)`), as f64.
     pub fn data_at_index(&self, index: &[usize]) -> Result<f64> {
-        let at = self.offset(index)?;
+        let at = self.state().shape.element_offset(index)?;
         self.element_f64(at)
     }
 
     /// Caffe `diff_at(index)`: [`Blob::data_at_index`] of the diff (0 when
     /// no diff exists yet; reading creates none).
     pub fn diff_at_index(&self, index: &[usize]) -> Result<f64> {
-        {
-            let st = self.state();
-            if st.shape.offset(index)? >= st.shape.count() {
-                return Err(no_element(st.shape.dims()));
-            }
-        }
+        self.state().shape.element_offset(index)?;
         match self.diff_if_created() {
             Some(d) => d.data_at_index(index),
             None => Ok(0.0),
@@ -1361,11 +1354,4 @@ fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Blob>();
     is::<Error>();
-}
-
-/// The error for a leading index that names no element: leading indices
-/// of a blob with an axis of size 0 (Caffe's `offset` accepts them, but
-/// there is nothing to read there).
-fn no_element(dims: &[usize]) -> Error {
-    err!(OutOfRange, "the blob of dims {dims:?} has no elements, so no index names one")
 }

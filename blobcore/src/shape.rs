@@ -228,6 +228,23 @@ impl Shape {
         Ok(self.dims[start..end].iter().product())
     }
 
+    /// [`Shape::offset`] of leading indices that must name an element
+    /// (Caffe's `data_at(index)`): `OutOfRange` for a shape with no
+    /// elements, where `offset` still gives the (empty) block's start.
+    pub fn element_offset(&self, indices: &[usize]) -> Result<usize> {
+        let at = self.offset(indices)?;
+        self.check_element(at)?;
+        Ok(at)
+    }
+
+    /// `OutOfRange` unless row-major position `at` is an element.
+    pub(crate) fn check_element(&self, at: usize) -> Result<()> {
+        if at >= self.count() {
+            return Err(err!(OutOfRange, "the blob of dims {:?} has no elements, so no index names one", self.dims()));
+        }
+        Ok(())
+    }
+
     /// Row-major element offset of `indices` (Caffe's `offset`): missing
     /// trailing indices count as 0; each index must be in `[0, dim)`.
     pub fn offset(&self, indices: &[usize]) -> Result<usize> {
@@ -439,6 +456,39 @@ mod tests {
             match (Shape::from_i64(&dims), oracle) {
                 (Ok(a), Ok(b)) => proptest::prop_assert!(a == b && a.count() == b.count()),
                 (Err(a), Err(b)) => proptest::prop_assert_eq!((a.code(), a.to_string()), (b.code(), b.to_string())),
+                (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a, b),
+            }
+        }
+
+        /// `element_offset` is the row-major position of the first element
+        /// whose leading indices are `index`, found by walking every
+        /// element in order (an oracle without the offset formula); with
+        /// no such element (an index out of range, too many indices, or an
+        /// axis of size 0) it is `OutOfRange`.
+        #[test]
+        fn element_offset_is_the_first_element_with_those_leading_indices(
+            dims in proptest::collection::vec(0usize..4, 0..5),
+            index in proptest::collection::vec(0usize..5, 0..6),
+        ) {
+            let s = Shape::new(&dims).unwrap();
+            let mut at = vec![0usize; dims.len()];
+            let mut found = None;
+            for pos in 0..s.count() {
+                if index.len() <= at.len() && at[..index.len()] == index[..] {
+                    found = Some(pos);
+                    break;
+                }
+                for axis in (0..at.len()).rev() {
+                    at[axis] += 1;
+                    if at[axis] < dims[axis] {
+                        break;
+                    }
+                    at[axis] = 0;
+                }
+            }
+            match (s.element_offset(&index), found) {
+                (Ok(a), Some(b)) => proptest::prop_assert_eq!(a, b),
+                (Err(e), None) => proptest::prop_assert_eq!(e.code(), err!(OutOfRange, "").code()),
                 (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a, b),
             }
         }

@@ -892,3 +892,51 @@ def test_scalar_get_and_set_equal_numpy_through_every_door(ak, big, value, scala
     assert np.array_equal(np.asarray(b), expect)
     if door in ("numpy", "dlpack"):
         assert np.array_equal(mem, expect), "the write did not reach NumPy's memory"
+
+
+# ------------------------------------------------ data_at / diff_at by index
+
+@SETTINGS
+@given(
+    dims=st.lists(st.integers(0, 4), min_size=0, max_size=5),
+    index=st.lists(st.integers(0, 4), min_size=0, max_size=6),
+    kind=st.sampled_from(["dense", "T", "reversed", "nhwc", "dlpack"]),
+    dtype=st.sampled_from([np.float32, np.int32, np.float16, np.uint8]),
+    diff=st.booleans(),
+)
+@example(dims=[3, 0], index=[0], kind="dense", dtype=np.float32, diff=False)
+@example(dims=[0], index=[], kind="T", dtype=np.float32, diff=True)
+def test_data_at_and_diff_at_by_index_are_numpys_element(dims, index, kind, dtype, diff):
+    """``data_at(index)`` / ``diff_at(index)`` read NumPy's
+    ``a[index + (0,) * rest]`` on every kind of blob, empty ones included;
+    where NumPy has no such element (an index out of range, too many
+    indices, an axis of size 0) they raise OutOfRangeError."""
+    a = (np.arange(int(np.prod(dims)), dtype=np.float64) % 97).astype(dtype).reshape(dims)
+    if kind == "dense":
+        b = bc.Blob.from_numpy(a)
+    elif kind == "T":
+        b = bc.Blob.from_numpy(a.T.copy()).T
+    elif kind == "reversed":
+        b = bc.Blob.from_numpy(a[::-1].copy())[::-1] if a.ndim else bc.Blob.from_numpy(a)
+    elif kind == "nhwc" and a.ndim == 4:
+        b = bc.Blob.with_desc(bc.TensorDesc(bc.Blob.from_numpy(a).dtype, list(dims), bc.Layout.NHWC))
+        b.copy_from(a)
+    else:
+        b = bc.from_dlpack(a)
+    d = (np.arange(a.size, dtype=np.float64) % 5).astype(dtype).reshape(dims)
+    if diff:
+        b.diff.copy_from(d)
+    key = tuple(index) + (0,) * max(0, a.ndim - len(index))
+    try:
+        want = a[key] if len(index) <= a.ndim else None
+        want_diff = d[key] if diff else 0
+    except IndexError:
+        want = None
+    if want is None:
+        with pytest.raises(bc.OutOfRangeError):
+            b.data_at(index)
+        with pytest.raises(bc.OutOfRangeError):
+            b.diff_at(index)
+    else:
+        assert b.data_at(index) == float(want)
+        assert b.diff_at(index) == float(want_diff)

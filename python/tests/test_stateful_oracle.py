@@ -254,21 +254,16 @@ class Doors(RuleBasedStateMachine):
         b, m, how = self.pairs[i % len(self.pairs)]
         self._attempt(f"{how}.scale({f})", lambda: b.scale(f), lambda: m.__imul__(np.float32(f)))
 
-    @rule(i=st.integers(0, 100), j=st.integers(0, 100))
-    def copy_from(self, i, j):
+    @rule(i=st.integers(0, 100), j=st.integers(0, 100), op=st.sampled_from(["copy_from", "add"]))
+    def from_blob(self, i, j, op):
+        """``b.copy_from(s)`` or ``b.add(s)``, s any pair of the same dims
+        (the same blob, or any view overlapping it, included)."""
         b, m, how = self.pairs[i % len(self.pairs)]
         s, sm, show = self.pairs[j % len(self.pairs)]
         if m.shape != sm.shape:
             return
-        self._attempt(f"{how}.copy_from({show})", lambda: b.copy_from(s), lambda: m.__setitem__(Ellipsis, sm.copy()))
-
-    @rule(i=st.integers(0, 100), j=st.integers(0, 100))
-    def add(self, i, j):
-        b, m, how = self.pairs[i % len(self.pairs)]
-        s, sm, show = self.pairs[j % len(self.pairs)]
-        if m.shape != sm.shape:
-            return
-        self._attempt(f"{how}.add({show})", lambda: b.add(s), lambda: m.__iadd__(sm.copy()))
+        mirror = {"copy_from": lambda: m.__setitem__(Ellipsis, sm.copy()), "add": lambda: m.__iadd__(sm.copy())}[op]
+        self._attempt(f"{how}.{op}({show})", lambda: getattr(b, op)(s), mirror)
 
     @precondition(lambda self: self.arrays)
     @rule(k=st.integers(0, 100), v=small_st)
