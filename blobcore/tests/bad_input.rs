@@ -210,6 +210,8 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[0]).unwrap().data_at_index(&[]);
         OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[3, 0]).unwrap().diff_at_index(&[1]);
         OUT_OF_RANGE, "no elements", |f| Blob::tensor(&f.e, DType::F32, &[3, 0]).unwrap().permuted_view(&[1, 0]).unwrap().data_at_index(&[]);
+        OUT_OF_RANGE, "no elements", |_f| Shape::new(&[3, 0]).unwrap().element_offset(&[1]);
+        OUT_OF_RANGE, "dim 3", |_f| Shape::new(&[2, 3]).unwrap().element_offset(&[1, 3]);
         SHAPE, "flat sequence of 6", |f| f.a.check_source_dims(&[3, 2]);
         SHAPE, "dims [5]", |f| f.a.check_source_dims(&[5]);
         SHAPE, "dims []", |f| f.a.check_source_dims(&[]);
