@@ -291,7 +291,10 @@ const char *blob_version(void);
 // padding included (`blob_raw_count` elements; OpenVINO's `buffer()`).
 // Strided views of another blob refuse (`BLOB_ERR_UNSUPPORTED`). With
 // `exchange` the buffer holds current data. Buffers must be released in
-// LIFO order with `blob_release_buffer`.
+// LIFO order with `blob_release_buffer`. A read-only blob
+// (`blob_is_writable` false) gives `exchange` buffers to read only (its
+// memory may be mapped read-only: a write through it may crash);
+// without `exchange` it is `BLOB_ERR_READ_ONLY`.
 int32_t blob_get_buffer(struct Blob *b, int64_t pos, int64_t size, bool exchange, void **out_ptr);
 
 // NeoML `ReleaseBuffer`: `ptr` must be the newest held buffer
@@ -416,7 +419,8 @@ int32_t blob_free(struct Blob *b);
 
 // Caffe `Reshape`: keeps memory up to the capacity; growing past it
 // reallocates (zeros), which is `BLOB_ERR_BUSY` while views, buffers or
-// exports share the memory.
+// exports share the memory, and for writable memory the blob does not
+// own (`blob_wrap`, DLPack imports: the owner would stop seeing the blob).
 int32_t blob_reshape(struct Blob *b, const int64_t *dims, size_t rank);
 
 // Changes the dims at the same element count without touching the data.
@@ -948,8 +952,10 @@ int32_t blob_may_share_memory(const struct Blob *a, const struct Blob *b, bool *
 // Moves the blob's memory into shared memory in place (a sealed, unnamed
 // memory file; `torch.Tensor.share_memory_()`); a no-op when it already
 // is. `BLOB_ERR_BUSY` while views, held buffers or exports use the
-// current memory, and for blobs on memory-mapped files. A read-only blob
-// moves into a file sealed against writes.
+// current memory, for blobs on memory-mapped files, and for writable
+// memory the blob does not own (`blob_wrap`, DLPack imports: the owner
+// would stop seeing the blob's writes). A read-only blob moves into a
+// file sealed against writes (memory lent read-only is copied there).
 int32_t blob_share_memory(struct Blob *b);
 
 // Whether the blob's memory is a shared memory file (after

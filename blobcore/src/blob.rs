@@ -831,6 +831,10 @@ impl Blob {
         Ok(())
     }
 
+    /// Why memory the blob does not own cannot be moved or grown: its
+    /// owner keeps using it, and would stop seeing the blob's writes.
+    pub(crate) const LENT: &'static str = "the memory is lent by its owner (a wrapped buffer, or memory shared with NumPy or DLPack), which would no longer see the blob's writes";
+
     /// Why reallocating (or replacing) this blob's memory would break
     /// something that shares it, if anything does.
     pub(crate) fn busy_reason(&self, st: &State) -> Option<String> {
@@ -1126,7 +1130,9 @@ impl Blob {
     /// Caffe `Reshape`: keeps the memory and its contents when the new count
     /// fits the capacity (which never shrinks); otherwise allocates new,
     /// zero-reading memory, which is `Error::Busy` while views, buffers,
-    /// guards or exports share the old memory. A view can only change its
+    /// guards or exports share the old memory, and for writable memory the
+    /// blob does not own ([`Blob::wrap`], DLPack imports: its owner would
+    /// stop seeing the blob). A view can only change its
     /// dims at the same count. The diff, if any, follows. On error nothing
     /// changes.
     pub fn reshape(&self, dims: &[usize]) -> Result<()> {
@@ -1164,6 +1170,9 @@ impl Blob {
             }
             if let Some(why) = self.busy_reason(&st) {
                 return Err(err!(Busy, "cannot grow from capacity {} to {}: {why}", st.capacity, shape.count()));
+            }
+            if st.storage.is_external() {
+                return Err(err!(Busy, "cannot grow from capacity {} to {}: {}; reshape a copy() instead", st.capacity, shape.count(), Self::LENT));
             }
         }
         let mut diff_st = diff.as_ref().map(|d| d.state_mut());

@@ -250,8 +250,11 @@ impl Blob {
     /// Moves the blob's memory into shared memory in place (PyTorch's
     /// `share_memory_()`): values, dims, layout and handle stay; a no-op
     /// when it already is. `Busy` while anything else uses the current
-    /// memory (views, held buffers, guards, exports), and for blobs on
-    /// memory-mapped files. A read-only blob moves into a file sealed
+    /// memory (views, held buffers, guards, exports), for blobs on
+    /// memory-mapped files, and for writable memory the blob does not own
+    /// (wrapped with `blob_wrap`, or shared with NumPy or DLPack: its owner
+    /// would no longer see the blob's writes). Memory lent read-only is
+    /// copied into the file (its owner's later writes are not seen). A read-only blob moves into a file sealed
     /// against writes. Memory never touched stays untouched (it reads as
     /// zeros). The diff companion, if any, stays where it is.
     #[cfg(unix)]
@@ -262,6 +265,9 @@ impl Blob {
         }
         if let Some(why) = self.busy_reason(&st) {
             return Err(err!(Busy, "cannot move the blob into shared memory: {why}"));
+        }
+        if st.storage.is_external() && st.storage.is_writable() {
+            return Err(err!(Busy, "cannot move the blob into shared memory: {}; share a copy() instead", Blob::LENT));
         }
         let old = &st.storage;
         let (len, read_only) = (old.len(), !old.is_writable());

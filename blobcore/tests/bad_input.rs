@@ -115,6 +115,21 @@ fn unchanged(x: &Blob, op: impl Fn(&Blob) -> Result<()>) -> Result<()> {
     r
 }
 
+/// Runs `op` on a blob over wrapped memory and checks that the blob still
+/// writes that memory afterwards (whatever `op` returned).
+fn lent(e: &Engine, op: impl Fn(&Blob) -> Result<()>) -> Result<()> {
+    let mut mem = [1f32, 2.0, 3.0, 4.0];
+    let p = std::ptr::NonNull::new(mem.as_mut_ptr() as *mut u8).ok_or_else(|| Error::NullPointer("".into()))?;
+    // SAFETY: `mem` outlives the blob, which is dropped in this function.
+    let x = unsafe { Blob::wrap(e, DType::F32, Shape::new(&[4])?, p, 16, None) }?;
+    let r = unchanged(&x, op);
+    assert!(!x.is_shared() && x.dims() == [4], "a refused operation changed its blob");
+    x.fill(9.0)?;
+    drop(x);
+    assert_eq!(mem, [9.0; 4], "the blob left the memory it wraps");
+    r
+}
+
 /// A read-only blob over static memory (as a read-only NumPy array is).
 fn read_only(e: &Engine) -> Blob {
     static MEM: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
@@ -468,6 +483,11 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         INVALID_ARGUMENT, "share_memory", |f| f.a.shared_fd();
         UNSUPPORTED, "dense", |f| { let x = Blob::tensor(&f.e, DType::F32, &[2, 3])?; x.share_memory()?; x.permuted_view(&[1, 0])?.shared_fd() };
         BUSY, "shared memory", |f| { let x = Blob::tensor(&f.e, DType::F32, &[2, 3])?; x.share_memory()?; x.reshape(&[7]) };
+        // Writable memory the blob does not own stays with its owner: not
+        // moved into a file, not reallocated (the owner would stop seeing
+        // the blob's writes).
+        BUSY, "lent by its owner", |f| lent(&f.e, |x| x.share_memory());
+        BUSY, "lent by its owner", |f| lent(&f.e, |x| x.reshape(&[5]));
         INVALID_ARGUMENT, "not a regular file", |f| from_fd(&f.e, &std::fs::File::open(std::env::temp_dir()).map_err(io)?, &[1], 0);
         INVALID_ARGUMENT, "not a shared memory file", |f| from_fd(&f.e, &std::fs::File::open(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).map_err(io)?, &[1], 0);
         INVALID_ARGUMENT, "F_SEAL_SHRINK", |f| from_fd(&f.e, &memfd(64, false), &[4], 0);

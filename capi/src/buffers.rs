@@ -10,7 +10,10 @@ use std::ffi::c_void;
 /// padding included (`blob_raw_count` elements; OpenVINO's `buffer()`).
 /// Strided views of another blob refuse (`BLOB_ERR_UNSUPPORTED`). With
 /// `exchange` the buffer holds current data. Buffers must be released in
-/// LIFO order with `blob_release_buffer`.
+/// LIFO order with `blob_release_buffer`. A read-only blob
+/// (`blob_is_writable` false) gives `exchange` buffers to read only (its
+/// memory may be mapped read-only: a write through it may crash);
+/// without `exchange` it is `BLOB_ERR_READ_ONLY`.
 #[no_mangle]
 pub extern "C" fn blob_get_buffer(b: *mut Blob, pos: i64, size: i64, exchange: bool, out_ptr: *mut *mut c_void) -> i32 {
     ffi!({

@@ -14,7 +14,8 @@ fn host_len(byte_len: usize) -> Result<(), Error> {
 
 /// Caffe `Reshape`: keeps memory up to the capacity; growing past it
 /// reallocates (zeros), which is `BLOB_ERR_BUSY` while views, buffers or
-/// exports share the memory.
+/// exports share the memory, and for writable memory the blob does not
+/// own (`blob_wrap`, DLPack imports: the owner would stop seeing the blob).
 #[no_mangle]
 pub extern "C" fn blob_reshape(b: *mut Blob, dims: *const i64, rank: usize) -> i32 {
     ffi!({ handles::blob(b, "blob")?.reshape(&parse_dims(dims, rank)?) })

@@ -9,8 +9,10 @@ use blobcore::{DType, Error, Shape};
 /// Moves the blob's memory into shared memory in place (a sealed, unnamed
 /// memory file; `torch.Tensor.share_memory_()`); a no-op when it already
 /// is. `BLOB_ERR_BUSY` while views, held buffers or exports use the
-/// current memory, and for blobs on memory-mapped files. A read-only blob
-/// moves into a file sealed against writes.
+/// current memory, for blobs on memory-mapped files, and for writable
+/// memory the blob does not own (`blob_wrap`, DLPack imports: the owner
+/// would stop seeing the blob's writes). A read-only blob moves into a
+/// file sealed against writes (memory lent read-only is copied there).
 #[no_mangle]
 pub extern "C" fn blob_share_memory(b: *mut Blob) -> i32 {
     ffi!({ handles::blob(b, "blob")?.share_memory() })

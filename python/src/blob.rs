@@ -549,7 +549,10 @@ impl PyBlob {
     /// ``share_memory_()``) and returns the blob: values, shape and layout
     /// stay. A no-op when it already is. Raises ``BusyError`` while views,
     /// exports (arrays, memoryviews, DLPack capsules) or buffers use the
-    /// current memory. A read-only blob stays read-only, in a file no
+    /// current memory, and for writable memory the blob does not own
+    /// (``asblob`` of an array, ``from_dlpack``: its owner would stop
+    /// seeing the blob's writes; share a ``copy()``). A read-only blob
+    /// stays read-only, in a file no
     /// process can write. Shared blobs cross ``multiprocessing`` (queues,
     /// pipes, pools, executors) as a file descriptor, in constant time,
     /// and both sides see each other's writes; plain ``pickle`` still
@@ -592,7 +595,9 @@ impl PyBlob {
 
     /// Caffe ``Reshape``: keeps the memory when the new count fits the
     /// capacity; growing past it reallocates, which raises ``BusyError``
-    /// while views, buffers or exports (arrays, memoryviews) share it.
+    /// while views, buffers or exports (arrays, memoryviews) share it, and
+    /// for writable memory the blob does not own (``asblob`` of an array,
+    /// ``from_dlpack``: the owner would stop seeing the blob).
     fn reshape(&self, dims: Vec<i64>) -> PyResult<()> {
         core(self.b.reshape(&udims(&dims)?))
     }

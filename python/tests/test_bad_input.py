@@ -95,6 +95,20 @@ def _with_shared(f):
         os.close(fd)
 
 
+def _lent(make, op):
+    """Calls op on a blob over a NumPy array's memory (``make(a)``: asblob,
+    from_dlpack) and checks, whatever op did, that the blob still writes
+    that memory and has its dims."""
+    a = np.arange(4, dtype=np.float32)
+    b = make(a)
+    try:
+        return op(b)
+    finally:
+        assert b.shape == (4,) and not b.is_shared
+        b.fill(9.0)
+        assert (a == 9.0).all(), "the blob left the memory it shares"
+
+
 def _with_overlapping_handle(f):
     """Calls f with a shared blob's descriptor and the layout bytes of its
     reversed view, edited so that every element is at one place (stride 0)."""
@@ -247,6 +261,11 @@ ROWS = [
     (lambda f: f.a.share_memory(), bc.BusyError, "view"),
     (lambda f: f.w.share_memory(), bc.BusyError, "view"),
     (lambda f: f.l.share_memory(), bc.BusyError, "buffer"),
+    # writable memory shared with its owner stays the owner's
+    (lambda f: _lent(bc.asblob, lambda b: b.share_memory()), bc.BusyError, "lent by its owner"),
+    (lambda f: _lent(bc.from_dlpack, lambda b: b.share_memory()), bc.BusyError, "lent by its owner"),
+    (lambda f: _lent(bc.asblob, lambda b: b.reshape([5])), bc.BusyError, "lent by its owner"),
+    (lambda f: _lent(bc.from_dlpack, lambda b: b.reshape([2, 3])), bc.BusyError, "lent by its owner"),
     (lambda f: f.a.shared_fd(), bc.InvalidArgumentError, "share_memory"),
     (lambda f: f.a._shared_handle(), bc.InvalidArgumentError, "share_memory"),
     (lambda f: bc.from_shared_fd(-1, [4]), bc.InvalidArgumentError, "not an open file"),

@@ -726,6 +726,22 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_BUSY, "view", blob_share_memory(a));
         BAD(BLOB_ERR_BUSY, "view", blob_share_memory(w));
         BAD(BLOB_ERR_BUSY, "buffer", blob_share_memory(l));
+        /* Writable memory a blob wraps stays the blob's: neither moved
+         * into a file nor reallocated by a growing reshape. */
+        {
+            float lent_mem[4] = {1, 2, 3, 4};
+            const int64_t d5[1] = {5};
+            Blob *lent = NULL;
+            int64_t rank_dims[1] = {0};
+            bool shared = true;
+            CHECK(blob_wrap(NULL, BLOB_F32, d4, 1, lent_mem, sizeof lent_mem, NULL, NULL, &lent) == BLOB_OK);
+            BAD(BLOB_ERR_BUSY, "lent by its owner", blob_share_memory(lent));
+            BAD(BLOB_ERR_BUSY, "lent by its owner", blob_reshape(lent, d5, 1));
+            CHECK(blob_is_shared(lent, &shared) == BLOB_OK && !shared);
+            CHECK(blob_dims(lent, rank_dims, 1) == BLOB_OK && rank_dims[0] == 4);
+            CHECK(blob_fill(lent, 9.0) == BLOB_OK && lent_mem[0] == 9 && lent_mem[3] == 9);
+            blob_free(lent);
+        }
         BAD(BLOB_ERR_NULL_POINTER, "", blob_is_shared(a, NULL));
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_is_shared(fake, &flag));
         BAD(BLOB_ERR_INVALID_ARGUMENT, "share_memory", blob_shared_fd(a, &fd, &off));

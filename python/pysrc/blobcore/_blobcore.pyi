@@ -219,7 +219,10 @@ class Blob:
         """True when the memory is a shared memory file other processes can map."""
     def share_memory(self) -> Blob:
         """Moves the memory into shared memory in place (torch's share_memory_())
-        and returns the blob; shared blobs cross multiprocessing as descriptors."""
+        and returns the blob; shared blobs cross multiprocessing as descriptors.
+        BusyError while views, exports or buffers use the memory, and for
+        writable memory the blob does not own (asblob of an array,
+        from_dlpack): share a copy() of those."""
     def shared_fd(self) -> tuple[int, int]:
         """(fd, offset): a new descriptor of a dense shared blob's memory file
         (close it) and the byte offset of its first element."""
@@ -227,7 +230,10 @@ class Blob:
     @staticmethod
     def _from_shared_handle(fd: int, layout: bytes) -> Blob: ...
 
-    def reshape(self, dims: Sequence[int]) -> None: ...
+    def reshape(self, dims: Sequence[int]) -> None:
+        """Caffe's Reshape: keeps the memory up to the capacity; growing past
+        it reallocates (BusyError while views, exports or buffers share the
+        memory, or when the blob does not own it: asblob, from_dlpack)."""
     def reinterpret(self, dims: Sequence[int]) -> None: ...
 
     def copy(self) -> Blob: ...
