@@ -27,10 +27,12 @@ def run_child(code: str, runs: int = 1) -> None:
 
 
 def test_release_needing_the_gil_is_not_run_under_the_blob_lock():
-    # A thread grows a blob that wraps NumPy memory with the GIL released
-    # (copy_from(reshape=True) and load_caffe_into of blobs above 16 KiB):
-    # the old memory's release needs the GIL. Meanwhile the main thread,
-    # holding the GIL, reads the blob's shape.
+    # A thread lets go of blobs that wrap NumPy memory, whose release needs
+    # the GIL: replaced by share_data, or dropped after a refused growth
+    # (copy_from(reshape=True) and load_caffe_into of blobs above 16 KiB
+    # run with the GIL released; growing memory the blob does not own is
+    # BusyError). Meanwhile the main thread, holding the GIL, reads the
+    # blob's shape.
     run_child(
         """
         import os, tempfile, threading, numpy as np, blobcore as bc
@@ -42,10 +44,18 @@ def test_release_needing_the_gil_is_not_run_under_the_blob_lock():
             for i in range(300):
                 b = bc.Blob.from_numpy(np.zeros(8192, np.float32), copy=False)   # 32 KiB
                 shared[0] = b
-                if i % 2:
-                    b.copy_from(src, reshape=True)
-                else:
-                    b.load_caffe_into(path)
+                try:
+                    if i % 3 == 0:
+                        b.copy_from(src, reshape=True)
+                    elif i % 3 == 1:
+                        b.load_caffe_into(path)
+                    else:
+                        b.reinterpret([1, 8192])
+                        b.share_data(bc.Blob.tensor([1, 8192]))
+                        continue
+                except bc.BusyError:
+                    continue
+                raise AssertionError("grew memory the blob does not own")
             done.set()
         shared = [bc.Blob.tensor([4])]
         t = threading.Thread(target=grow); t.start()
@@ -57,7 +67,7 @@ def test_release_needing_the_gil_is_not_run_under_the_blob_lock():
     )
 
 
-def test_a_del_touching_the_blob_during_reshape_does_not_hang():
+def test_a_del_touching_the_blob_while_its_memory_is_replaced_does_not_hang():
     run_child(
         """
         import numpy as np, blobcore as bc
@@ -70,9 +80,16 @@ def test_a_del_touching_the_blob_during_reshape_does_not_hang():
         b = bc.Blob.from_numpy(arr, copy=False)
         holder.append(b)
         del arr
-        b.reshape([1 << 16])   # grows: the wrapped memory is released
+        try:
+            b.reshape([1 << 16])   # would leave the wrapped memory: refused
+        except bc.BusyError:
+            pass
         import gc; gc.collect()
-        assert touched == [(1 << 16,)], touched
+        assert touched == [], touched
+        b.reinterpret([2, 2])
+        b.share_data(bc.Blob.tensor([2, 2]))   # the wrapped memory is released
+        gc.collect()
+        assert touched == [(2, 2)], touched
         """
     )
 
