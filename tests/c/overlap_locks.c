@@ -118,9 +118,14 @@ static void *worker(void *arg) {
         CHECK(blob_wrap(NULL, BLOB_F32, small, 1, o->data, 256 * sizeof(float), release_calling_back, o, &w) == BLOB_OK);
         CHECK(blob_fill(w, (double)r) == BLOB_OK);
         if (r % 2) {
-            /* Growing replaces the wrapped memory: the callback runs here. */
-            CHECK(blob_reshape(w, big, 1) == BLOB_OK);
+            /* Growing would leave the wrapped memory: refused. Sharing
+             * another blob's memory replaces it: the callback runs here. */
+            Blob *fresh = NULL;
+            CHECK(blob_reshape(w, big, 1) == BLOB_ERR_BUSY);
+            CHECK(blob_create_tensor(NULL, BLOB_F32, small, 1, &fresh) == BLOB_OK);
+            CHECK(blob_share_data(w, fresh) == BLOB_OK);
             CHECK(blob_fill(w, 2.0) == BLOB_OK);
+            CHECK(blob_free(fresh) == BLOB_OK);
         }
         int rc = blob_copy_from(shared_blob, shared_blob); /* x.op(x): one lock each */
         CHECK(rc == BLOB_OK || rc == BLOB_ERR_BUSY);
