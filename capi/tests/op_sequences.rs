@@ -146,6 +146,14 @@ fn read(b: *const Blob) -> Option<Vec<u8>> {
     (st == BLOB_OK).then_some(out)
 }
 
+/// A scratch file of this process and thread, one per format.
+fn scratch_file(kind: u8) -> std::ffi::CString {
+    let dir = std::env::temp_dir().join(format!("blobcore-op-sequences-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("the temporary directory is writable");
+    let name = format!("{:?}-{kind}.bin", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-', "_");
+    std::ffi::CString::new(dir.join(name).into_os_string().into_encoded_bytes()).expect("a path without NUL")
+}
+
 thread_local! {
     /// Wrapped buffers made and released by this thread's sequence.
     static WRAPPED: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
@@ -262,7 +270,7 @@ pub fn run(data: &[u8]) {
     }
     while !r.done() && steps < 256 {
         steps += 1;
-        let op = r.u8() % 48;
+        let op = r.u8() % 50;
         let s = r.slot();
         let b = blobs[s];
         let mut out = std::ptr::null_mut();
@@ -729,9 +737,83 @@ pub fn run(data: &[u8]) {
                     }
                 }
             }
-            _ => {
+            47 => {
                 let (mut t, mut id) = (0i32, 0i32);
                 check(blob_dlpack_device(b, &mut t, &mut id), "dlpack_device");
+            }
+            48 if !cfg!(miri) => {
+                // Files: saved and loaded back in every format (memory
+                // mapped too: read-only, shared or copy-on-write), or a
+                // file of the sequence's bytes loaded.
+                let kind = r.u8() % 6;
+                let path = scratch_file(kind);
+                let p = path.as_ptr();
+                let mut m = std::ptr::null_mut();
+                let st = match kind {
+                    0 => {
+                        check(blob_save_npy(b, p), "save_npy");
+                        const MODES: [&std::ffi::CStr; 4] = [c"r", c"r+", c"c", c"w"];
+                        match r.u8() % 5 {
+                            4 => blob_load_npy(null, p, &mut out),
+                            i => blob_load_npy_mapped(null, p, MODES[i as usize].as_ptr(), &mut out),
+                        }
+                    }
+                    1 => {
+                        check(blob_save_caffe(b, p, r.bit()), "save_caffe");
+                        if r.bit() {
+                            blob_load_caffe(null, p, &mut out)
+                        } else {
+                            check(blob_load_caffe_into(blobs[r.slot()], p, r.bit()), "load_caffe_into");
+                            BLOB_ERR_IO
+                        }
+                    }
+                    2 => {
+                        check(blob_save_neoml(b, p), "save_neoml");
+                        blob_load_neoml(null, p, &mut out)
+                    }
+                    3 | 4 => {
+                        check(blob_map_create(&mut m), "map_create");
+                        check(blob_map_insert(m, c"t".as_ptr(), b), "map_insert");
+                        let st = if kind == 3 { blob_save_safetensors(m, p) } else { blob_save_gguf(m, p) };
+                        check(st, "save_safetensors/gguf");
+                        check(blob_map_free(m), "map_free");
+                        let mut loaded = std::ptr::null_mut();
+                        let st = if kind == 3 { blob_load_safetensors(null, p, r.bit(), &mut loaded) } else { blob_load_gguf(null, p, r.bit(), r.bit(), &mut loaded) };
+                        check(st, "load_safetensors/gguf");
+                        if st == BLOB_OK {
+                            let st = blob_map_get(loaded, c"t".as_ptr(), &mut out);
+                            check(blob_map_free(loaded), "map_free");
+                            st
+                        } else {
+                            st
+                        }
+                    }
+                    _ => {
+                        // Hostile bytes, from the sequence itself.
+                        let bytes: Vec<u8> = (0..r.u8() as usize * 2).map(|_| r.u8()).collect();
+                        std::fs::write(path.to_str().expect("a UTF-8 temporary path"), &bytes).expect("the scratch file is writable");
+                        match r.u8() % 4 {
+                            0 => blob_load_npy(null, p, &mut out),
+                            1 => blob_load_npy_mapped(null, p, c"r+".as_ptr(), &mut out),
+                            2 => blob_load_caffe(null, p, &mut out),
+                            _ => blob_load_neoml(null, p, &mut out),
+                        }
+                    }
+                };
+                let to = r.slot();
+                keep(&mut blobs, &mut held, to, st, out, "load");
+            }
+            _ => {
+                // An engine handle freed while blobs made on it live on.
+                let mut e = std::ptr::null_mut();
+                check(blob_engine_cpu(&mut e), "engine_cpu");
+                let dims = r.dims(3);
+                let st = blob_create_tensor(e, r.dtype(), dims.as_ptr(), dims.len(), &mut out);
+                let mut stats = BlobEngineStats { bytes_uploaded: 0, bytes_downloaded: 0, uploads: 0, downloads: 0, kernels: 0 };
+                check(blob_engine_stats(e, &mut stats), "engine_stats");
+                check(blob_engine_free(e), "engine_free");
+                check(blob_engine_free(e), "engine_free twice");
+                keep(&mut blobs, &mut held, s, st, out, "create on an engine");
             }
         }
     }
@@ -768,4 +850,5 @@ fn random_call_sequences_never_fail_internally() {
             .collect();
         run(&data);
     }
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("blobcore-op-sequences-{}", std::process::id())));
 }
