@@ -245,14 +245,15 @@ impl Region {
     }
 
     /// Byte range of a dense region in one address space: relative to
-    /// `base`'s storage when both share it, else absolute (None when the
-    /// storage has no host memory yet, which nothing else can reach).
-    fn span_from(&self, same_storage: bool) -> Option<(usize, usize)> {
+    /// `base`'s storage when both share it, else at its canonical address
+    /// ([`crate::file_alias`]; None when the storage has no host memory
+    /// yet, which nothing else can reach).
+    fn span_from(&self, same_storage: bool) -> Option<(u128, u128)> {
         let (s, e) = self.byte_range();
         if same_storage {
-            return Some((s, e));
+            return Some((s as u128, e as u128));
         }
-        self.storage.host_addr().map(|a| (a + s, a + e))
+        self.storage.host_addr().map(crate::file_alias::canonical).map(|a| (a + s as u128, a + e as u128))
     }
 
     /// For dense regions (only: a strided view's region is not its bytes):

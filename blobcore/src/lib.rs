@@ -43,6 +43,7 @@ pub mod blob;
 pub mod blob_map;
 pub mod boolean;
 pub(crate) mod convert;
+pub(crate) mod file_alias;
 pub mod buffer;
 pub mod dtype;
 pub mod engine;

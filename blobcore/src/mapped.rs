@@ -11,6 +11,10 @@
 //! is not a multiple of the element size are copied into fresh memory
 //! instead (a map cannot be viewed misaligned).
 //!
+//! A file mapped twice is one memory to overlap checks
+//! ([`crate::file_alias`]): `shares_memory` and the copies' aliasing
+//! checks see a write through one map reach the other.
+//!
 //! If the file is truncated or replaced underneath a map, the operating
 //! system decides: pages beyond a truncation raise SIGBUS on access
 //! (as with NumPy's memmap); replacing the file by a rename keeps the old
@@ -73,7 +77,8 @@ impl FileMap {
         let path = path.as_ref();
         let io = |e: std::io::Error| err!(Io, "{}: {e}", path.display());
         let file = std::fs::OpenOptions::new().read(true).write(mode == MapMode::ReadWrite).open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let meta = file.metadata().map_err(io)?;
+        let len = meta.len();
         if len == 0 {
             return Ok(Arc::new(FileMap { map: Map::Empty, mode }));
         }
@@ -87,7 +92,14 @@ impl FileMap {
                 MapMode::CopyOnWrite => Map::Writable(memmap2::MmapOptions::new().map_copy(&file).map_err(io)?),
             }
         };
-        Ok(Arc::new(FileMap { map, mode }))
+        let fm = FileMap { map, mode };
+        // Another map of this file is the same memory for overlap checks.
+        #[cfg(unix)]
+        crate::file_alias::register(fm.bytes().as_ptr() as usize, fm.bytes().len(), {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        });
+        Ok(Arc::new(fm))
     }
 
     /// The mode the file was mapped in.
@@ -151,6 +163,15 @@ impl FileMap {
     }
 }
 
+impl Drop for FileMap {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if !self.bytes().is_empty() {
+            crate::file_alias::unregister(self.bytes().as_ptr() as usize);
+        }
+    }
+}
+
 /// A read-only blob holding a copy of `data` (misaligned bytes of a
 /// read-only map), in fresh 8-byte-aligned memory.
 fn read_only_copy(engine: &Engine, dtype: DType, shape: Shape, data: &[u8]) -> Result<Blob> {
@@ -200,6 +221,48 @@ mod tests {
         assert_eq!(view.to_vec::<f32>().unwrap(), [9.0; 3]); // the map outlives the blob
         assert_eq!(Blob::load_npy(&e, &p).unwrap().to_vec::<f32>().unwrap(), [9.0; 6]); // in the file
         drop(view);
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    /// Two maps of one file are one memory: `shares_memory` says so, a
+    /// write through one is read through the other, and a copy between
+    /// overlapping parts of the two gives the values a copy within one
+    /// map gives (NumPy's result: the source as it was before).
+    #[test]
+    fn two_maps_of_one_file_share_memory() {
+        use crate::Index;
+        // Large enough for the parallel, vectorised copy kernels.
+        const N: usize = 1 << 18;
+        let e = Engine::cpu();
+        let p = tmp("twice.npy");
+        let values: Vec<f32> = (0..N as i32).map(|i| i as f32).collect();
+        Blob::from_slice(&e, &[N], &values).unwrap().save_npy(&p).unwrap();
+        let a = Blob::load_npy_mapped(&e, &p, MapMode::ReadWrite).unwrap();
+        let b = Blob::load_npy_mapped(&e, &p, MapMode::ReadWrite).unwrap();
+        let r = Blob::load_npy_mapped(&e, &p, MapMode::ReadOnly).unwrap();
+        let other = Blob::from_slice(&e, &[N], &values).unwrap();
+        assert!(a.shares_memory(&b) && b.shares_memory(&a) && a.shares_memory(&r));
+        assert!(a.may_share_memory(&b) && !a.shares_memory(&other));
+        let range = |start: i64, stop: i64| [Index::Range { start: Some(start), stop: Some(stop), step: None }];
+        assert!(!a.index(&range(0, N as i64 / 2)).unwrap().shares_memory(&b.index(&range(N as i64 / 2, N as i64)).unwrap()));
+        assert!(a.index(&range(0, N as i64 / 2 + 1)).unwrap().shares_memory(&b.index(&range(N as i64 / 2, N as i64)).unwrap()));
+        a.set_element(&[5], &crate::Scalar::of(-1f32)).unwrap();
+        assert_eq!(b.to_vec::<f32>().unwrap()[5], -1.0);
+        assert_eq!(r.to_vec::<f32>().unwrap()[5], -1.0);
+        a.set_element(&[5], &crate::Scalar::of(5f32)).unwrap();
+        // a[1:] = b[:-1] through two maps, as within one array.
+        a.index(&range(1, N as i64)).unwrap().copy_from(&b.index(&range(0, N as i64 - 1)).unwrap()).unwrap();
+        let mut want = values.clone();
+        want.copy_within(0..N - 1, 1);
+        assert_eq!(a.to_vec::<f32>().unwrap(), want);
+        b.index(&range(0, N as i64 - 1)).unwrap().add(&a.index(&range(1, N as i64)).unwrap()).unwrap();
+        let mut want2 = want.clone();
+        for i in 0..N - 1 {
+            want2[i] = want[i] + want[i + 1];
+        }
+        assert_eq!(b.to_vec::<f32>().unwrap(), want2);
+        drop((a, b, r));
+        assert!(!Blob::load_npy(&e, &p).unwrap().shares_memory(&other));
         std::fs::remove_file(&p).unwrap();
     }
 

@@ -22,8 +22,9 @@ use std::sync::Arc;
 /// Where a footprint's offsets count from.
 #[derive(Clone)]
 enum Base {
-    /// The storage's host memory starts at this address.
-    Addr(usize),
+    /// The storage's host memory starts at this canonical address
+    /// ([`crate::file_alias::canonical`]: a file's offset for maps of it).
+    Addr(u128),
     /// The storage has no host memory yet.
     Unallocated,
 }
@@ -106,7 +107,7 @@ impl Footprint {
             }
         }
         let base = match st.storage.host_addr() {
-            Some(a) => Base::Addr(a),
+            Some(a) => Base::Addr(crate::file_alias::canonical(a)),
             None => Base::Unallocated,
         };
         Footprint { storage: Arc::as_ptr(&st.storage) as usize, base, start, terms, elem: es, empty, map }
@@ -129,7 +130,7 @@ impl Footprint {
             }
         }
         // No storage of ours (identity 0): only the address is compared.
-        let start = (addr as i128 + low).max(0) as u128;
+        let start = crate::file_alias::canonical((addr as i128 + low).max(0) as usize);
         let map = dims.iter().zip(strides).map(|(&n, &s)| (n as u128, s as u128)).collect();
         Footprint { storage: 0, base: Base::Addr(0), start, terms, elem: elem as u128, empty, map }
     }
@@ -142,7 +143,7 @@ impl Footprint {
             return Some((self.start, other.start));
         }
         match (&self.base, &other.base) {
-            (Base::Addr(a), Base::Addr(b)) => Some((*a as u128 + self.start, *b as u128 + other.start)),
+            (Base::Addr(a), Base::Addr(b)) => Some((*a + self.start, *b + other.start)),
             _ => None,
         }
     }

@@ -5,6 +5,8 @@ is refused, and files NumPy maps can be read while it maps them."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import blobcore as bc
 
@@ -74,3 +76,32 @@ def test_bad_maps(tmp_path):
     p.write_bytes(p.read_bytes()[:-3])
     with pytest.raises(bc.FormatError):
         bc.load_npy(p, mmap_mode="r")
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@given(
+    n=st.integers(1, 300),
+    mode=st.sampled_from(["r+", "r", "c"]),
+    keys=st.tuples(*[st.tuples(st.integers(-310, 310), st.integers(-310, 310), st.sampled_from([1, 2, 3, -1, -2]))] * 2),
+)
+def test_two_maps_of_one_file_are_one_memory(tmp_path_factory, n, mode, keys):
+    # A file mapped twice (r+ and r+, r or c) is one memory: shares_memory
+    # answers as NumPy's for two slices of one array, and x[s1] = y[s2]
+    # through the two maps writes what a[s1] = a[s2] writes in NumPy (the
+    # source as it was), also where the slices overlap.
+    p = tmp_path_factory.mktemp("twice") / "a.npy"
+    a = np.arange(n, dtype=np.float32)
+    np.save(p, a)
+    x = bc.load_npy(p, mmap_mode="r+")
+    y = bc.load_npy(p, mmap_mode=mode)
+    s1, s2 = (slice(*k) for k in keys)
+    assert x[s1].shares_memory(y[s2]) == np.shares_memory(a[s1], a[s2])
+    assert y[s2].shares_memory(x[s1]) == np.shares_memory(a[s1], a[s2])
+    if len(a[s1]) == len(a[s2]):
+        x[s1] = y[s2]
+        a[s1] = a[s2]
+        np.testing.assert_array_equal(np.asarray(x), a)
+        if mode != "c":
+            np.testing.assert_array_equal(np.asarray(y), a)
+    del x, y
+    np.testing.assert_array_equal(np.load(p), a)

@@ -1,0 +1,109 @@
+//! Two maps of one file are one memory: the addresses overlap checks
+//! compare.
+//!
+//! A file mapped twice in one process (`load_npy(path, mmap_mode="r+")`
+//! twice, or `"r+"` and `"r"`) lies at two addresses, yet a write through
+//! one map is seen through the other: by address they share nothing. So
+//! overlap checks ([`crate::overlap`], the copy kernels' aliasing checks)
+//! compare *canonical* addresses: a byte of a registered file map is
+//! placed at its offset in the file, in a space of its own for that file
+//! (above every real address), and any other address is itself. Maps
+//! register when made and unregister when dropped ([`crate::mapped`]).
+//! A copy-on-write map registers too: until a page is written it shows
+//! the file's bytes, so saying it shares them is the safe answer.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// One registered map: `len` bytes from `start` show the bytes of file
+/// `file` (a process-local number per (device, inode)) from offset 0.
+struct Map {
+    start: usize,
+    len: usize,
+    key: (u64, u64),
+    file: u64,
+}
+
+struct Registry {
+    /// Sorted by `start` (maps never overlap: a binary search finds one).
+    maps: Vec<Map>,
+    next_file: u64,
+}
+
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry { maps: Vec::new(), next_file: 1 });
+/// How many maps are registered: 0 lets `canonical` skip the lock.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+// Every critical section leaves the registry consistent: a poisoned lock
+// is taken over.
+fn registry() -> std::sync::RwLockWriteGuard<'static, Registry> {
+    REGISTRY.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Registers `len` bytes at `start` as a map of the file `key` (device,
+/// inode) from its offset 0.
+pub(crate) fn register(start: usize, len: usize, key: (u64, u64)) {
+    if len == 0 {
+        return;
+    }
+    let mut r = registry();
+    let file = match r.maps.iter().find(|m| m.key == key) {
+        Some(m) => m.file,
+        None => {
+            r.next_file += 1;
+            r.next_file
+        }
+    };
+    let at = r.maps.partition_point(|m| m.start < start);
+    r.maps.insert(at, Map { start, len, key, file });
+    COUNT.store(r.maps.len(), Ordering::Release);
+}
+
+/// Unregisters the map registered at `start` (when it is unmapped).
+pub(crate) fn unregister(start: usize) {
+    let mut r = registry();
+    if let Ok(i) = r.maps.binary_search_by_key(&start, |m| m.start) {
+        r.maps.remove(i);
+    }
+    COUNT.store(r.maps.len(), Ordering::Release);
+}
+
+/// The canonical place of the byte at `addr`: its offset in the file,
+/// in that file's own space (`file << 64`, above every address), when a
+/// registered map holds it; else `addr` itself.
+pub(crate) fn canonical(addr: usize) -> u128 {
+    if COUNT.load(Ordering::Acquire) == 0 {
+        return addr as u128;
+    }
+    let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    // The last map starting at or below `addr`, if it reaches it.
+    let at = r.maps.partition_point(|m| m.start <= addr);
+    match at.checked_sub(1).map(|i| &r.maps[i]).filter(|m| addr - m.start < m.len) {
+        Some(m) => ((m.file as u128) << 64) + (addr - m.start) as u128,
+        None => addr as u128,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_of_one_file_meet_in_its_space() {
+        // Addresses no real map has (the registry never dereferences them).
+        let (a, b, c) = (0x1000_0000usize, 0x2000_0000usize, 0x3000_0000usize);
+        register(a, 4096, (7, 42));
+        register(b, 8192, (7, 42));
+        register(c, 4096, (7, 43));
+        assert_eq!(canonical(a + 100), canonical(b + 100));
+        assert_ne!(canonical(a + 100), canonical(b + 101));
+        assert_ne!(canonical(a + 100), canonical(c + 100), "another file");
+        assert_eq!(canonical(b + 5000) - canonical(a), 5000);
+        assert_eq!(canonical(a + 4096), (a + 4096) as u128, "past the map: the address itself");
+        assert!(canonical(a) > u64::MAX as u128);
+        unregister(a);
+        unregister(b);
+        unregister(c);
+        assert_eq!(canonical(b + 100), (b + 100) as u128);
+    }
+}
