@@ -12,7 +12,7 @@
 //! instead (a map cannot be viewed misaligned).
 //!
 //! A file mapped twice is one memory to overlap checks
-//! ([`crate::file_alias`]): `shares_memory` and the copies' aliasing
+//! (`file_alias.rs`): `shares_memory` and the copies' aliasing
 //! checks see a write through one map reach the other.
 //!
 //! If the file is truncated or replaced underneath a map, the operating
