@@ -689,7 +689,8 @@ int32_t blob_load_npy(const struct BlobEngine *e, const char *path, struct Blob 
 // go to the file) or "c" (copy-on-write: writes stay private). The map
 // lives while any blob, view or export uses it; growing the blob is
 // `BLOB_ERR_BUSY`. Fortran-order and other-endian files are converted
-// into fresh memory (not mapped).
+// into fresh memory (not mapped). A file mapped twice is one memory to
+// `blob_shares_memory` and to every overlap check.
 int32_t blob_load_npy_mapped(const struct BlobEngine *e,
                              const char *path,
                              const char *mode,

@@ -217,7 +217,8 @@ pub extern "C" fn blob_load_npy(e: *const BlobEngine, path: *const c_char, out: 
 /// go to the file) or "c" (copy-on-write: writes stay private). The map
 /// lives while any blob, view or export uses it; growing the blob is
 /// `BLOB_ERR_BUSY`. Fortran-order and other-endian files are converted
-/// into fresh memory (not mapped).
+/// into fresh memory (not mapped). A file mapped twice is one memory to
+/// `blob_shares_memory` and to every overlap check.
 #[no_mangle]
 pub extern "C" fn blob_load_npy_mapped(e: *const BlobEngine, path: *const c_char, mode: *const c_char, out_blob: *mut *mut Blob) -> i32 {
     ffi!({
