@@ -436,3 +436,41 @@ def test_hostile_descriptors_are_errors(tmp_path):
             bc.Blob._from_shared_handle(fd, b"BCSH\x01")
     finally:
         os.close(fd)
+
+
+@settings(max_examples=120, deadline=None, database=None, derandomize=True)
+@given(
+    dims=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    dtype=st.sampled_from(["float32", "float64", "int32", "uint8", "float16", "int64"]),
+    door=st.sampled_from(["asblob", "from_dlpack", "from_numpy", "pickle5"]),
+    op=st.sampled_from(["share_memory", "grow"]),
+)
+def test_writable_memory_lent_by_numpy_stays_shared(dims, dtype, door, op):
+    # Whatever door lends a writable array's memory to a blob, moving it
+    # into shared memory or growing it past its capacity is BusyError and
+    # the blob keeps writing the array, as NumPy's resize refuses arrays
+    # that do not own their data.
+    import pickle
+
+    a = np.zeros(dims, dtype)
+    if door == "asblob":
+        b = bc.asblob(a)
+    elif door == "from_dlpack":
+        b = bc.from_dlpack(a)
+    elif door == "from_numpy":
+        b = bc.Blob.from_numpy(a, copy=False)
+    else:
+        bufs = []
+        data = pickle.dumps(bc.asblob(a), protocol=5, buffer_callback=bufs.append)
+        (buf,) = [bytearray(x.raw()) for x in bufs]
+        b = pickle.loads(data, buffers=[buf])
+        a = np.frombuffer(buf, dtype).reshape(dims)  # the memory the blob now lends from
+    assert b.shares_memory(bc.asblob(a)) and b.writeable
+    with pytest.raises(bc.BusyError, match="lent by its owner"):
+        if op == "share_memory":
+            b.share_memory()
+        else:
+            b.reshape([a.size + 1])
+    assert b.shape == a.shape and not b.is_shared
+    b.fill(3)
+    assert (a == 3).all()
