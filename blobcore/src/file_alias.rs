@@ -37,6 +37,12 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 // Every critical section leaves the registry consistent: a poisoned lock
 // is taken over.
 fn registry() -> std::sync::RwLockWriteGuard<'static, Registry> {
+    // Held across forks: a child whose parent forked mid-update would
+    // otherwise wait for ever on its next map.
+    static HELD_ACROSS_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    crate::fork_locks::hold_across_fork(&HELD_ACROSS_FORK, crate::fork_locks::CORE_RANK + 1, || {
+        Box::new(REGISTRY.write().unwrap_or_else(|e| e.into_inner()))
+    });
     REGISTRY.write().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -108,5 +114,31 @@ mod tests {
         unregister(b);
         unregister(c);
         assert_eq!(canonical(b + 100), (b + 100) as u128);
+    }
+
+    /// A child forked while another thread of the parent holds the
+    /// registry's lock must still map files (and find them): it must not
+    /// wait for a thread it does not have.
+    #[cfg(unix)]
+    #[cfg_attr(miri, ignore = "Miri runs no fork")]
+    #[test]
+    fn a_child_forked_mid_update_can_use_the_registry() {
+        // Kernel-half addresses apart from the other test's.
+        const BUSY_AT: usize = usize::MAX - 0x7fff_ffff;
+        const CHILD_AT: usize = BUSY_AT + 0x1000_0000;
+        let hung = crate::fork_locks::tests::fork_while_busy(
+            200,
+            || {
+                register(BUSY_AT, 4096, (9, 1));
+                unregister(BUSY_AT);
+            },
+            || {
+                register(CHILD_AT, 4096, (9, 2));
+                let ok = canonical(CHILD_AT + 1) > u64::MAX as u128;
+                unregister(CHILD_AT);
+                ok
+            },
+        );
+        assert_eq!(hung, 0, "a forked child hung on the registry's lock");
     }
 }

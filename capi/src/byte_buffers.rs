@@ -20,6 +20,15 @@ use std::sync::{Mutex, PoisonError};
 /// stays allocated (valgrind's leak check sees an empty process).
 static LIVE: Mutex<Option<BTreeMap<usize, Pages>>> = Mutex::new(None);
 
+/// [`LIVE`], held across `fork` (see [`crate::handles::fork_rank`]).
+fn live() -> &'static Mutex<Option<BTreeMap<usize, Pages>>> {
+    static HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    blobcore::fork_locks::hold_across_fork(&HELD, crate::handles::fork_rank::BYTE_BUFFERS, || {
+        Box::new(LIVE.lock().unwrap_or_else(PoisonError::into_inner))
+    });
+    &LIVE
+}
+
 /// Copies `bytes` into a new buffer for C; returns its address.
 pub fn hand_out(bytes: &[u8]) -> Result<*mut u8, Error> {
     let mut pages = Pages::new(bytes.len()).ok_or_else(|| {
@@ -29,7 +38,7 @@ pub fn hand_out(bytes: &[u8]) -> Result<*mut u8, Error> {
     // SAFETY: `pages` is a fresh, writable mapping of at least `bytes.len()`
     // bytes that nothing else references yet; the two ranges cannot overlap.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len()) };
-    LIVE.lock()
+    live().lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get_or_insert_with(BTreeMap::new)
         .insert(ptr as usize, pages);
@@ -38,7 +47,7 @@ pub fn hand_out(bytes: &[u8]) -> Result<*mut u8, Error> {
 
 /// Frees a buffer from [`hand_out`]; anything else is `InvalidHandle`.
 pub fn free(ptr: *mut u8) -> Result<(), Error> {
-    let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut live = live().lock().unwrap_or_else(PoisonError::into_inner);
     let freed = live.as_mut().and_then(|m| m.remove(&(ptr as usize)));
     if live.as_ref().is_some_and(BTreeMap::is_empty) {
         *live = None;

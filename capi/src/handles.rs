@@ -7,7 +7,8 @@
 use blobcore::{Engine, Error};
 use crate::tokens;
 use std::collections::BTreeMap;
-use std::sync::{LazyLock, RwLock};
+use std::sync::atomic::AtomicBool;
+use std::sync::{PoisonError, RwLock};
 
 /// An n-dimensional blob (opaque; created by `blob_create_*`, freed by `blob_free`).
 pub struct Blob {
@@ -21,13 +22,46 @@ pub struct BlobEngine {
 
 /// Live handles by token. (A BTreeMap rather than a HashMap: its static
 /// allocations stay "still reachable" for valgrind instead of "possibly lost".)
-static BLOBS: LazyLock<RwLock<BTreeMap<usize, blobcore::Blob>>> = LazyLock::new(Default::default);
-static ENGINES: LazyLock<RwLock<BTreeMap<usize, Engine>>> = LazyLock::new(Default::default);
+static BLOBS: RwLock<BTreeMap<usize, blobcore::Blob>> = RwLock::new(BTreeMap::new());
+static ENGINES: RwLock<BTreeMap<usize, Engine>> = RwLock::new(BTreeMap::new());
+
+/// The C API's process-wide tables are held across `fork` (see
+/// [`blobcore::fork_locks`]): a child forked while another thread held one
+/// would otherwise wait for ever on its next call. They rank below the
+/// core's tables ([`blobcore::fork_locks::CORE_RANK`]): the blob table is
+/// held while the core works on a small blob. None of them is taken while
+/// another of higher rank is held.
+pub(crate) mod fork_rank {
+    /// [`super::BLOBS`].
+    pub const BLOBS: u32 = 10;
+    /// [`super::ENGINES`].
+    pub const ENGINES: u32 = 11;
+    /// The table of `BlobMap` handles (weights.rs).
+    pub const MAPS: u32 = 12;
+    /// The table of byte buffers handed to C (byte_buffers.rs).
+    pub const BYTE_BUFFERS: u32 = 13;
+}
+
+fn blobs() -> &'static RwLock<BTreeMap<usize, blobcore::Blob>> {
+    static HELD: AtomicBool = AtomicBool::new(false);
+    blobcore::fork_locks::hold_across_fork(&HELD, fork_rank::BLOBS, || {
+        Box::new(BLOBS.write().unwrap_or_else(PoisonError::into_inner))
+    });
+    &BLOBS
+}
+
+fn engines() -> &'static RwLock<BTreeMap<usize, Engine>> {
+    static HELD: AtomicBool = AtomicBool::new(false);
+    blobcore::fork_locks::hold_across_fork(&HELD, fork_rank::ENGINES, || {
+        Box::new(ENGINES.write().unwrap_or_else(PoisonError::into_inner))
+    });
+    &ENGINES
+}
 
 /// Issues a new handle for `b`.
 pub fn issue_blob(b: blobcore::Blob) -> *mut Blob {
     let t = tokens::issue();
-    BLOBS.write().unwrap_or_else(|e| e.into_inner()).insert(t, b);
+    blobs().write().unwrap_or_else(|e| e.into_inner()).insert(t, b);
     t as *mut Blob
 }
 
@@ -36,7 +70,7 @@ pub fn blob(h: *const Blob, what: &str) -> Result<blobcore::Blob, Error> {
     if h.is_null() {
         return Err(Error::NullPointer(format!("{what} is NULL")));
     }
-    BLOBS
+    blobs()
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .get(&(h as usize))
@@ -51,7 +85,7 @@ pub fn peek_blob<R>(h: *const Blob, what: &str, f: impl FnOnce(&blobcore::Blob) 
     if h.is_null() {
         return Err(Error::NullPointer(format!("{what} is NULL")));
     }
-    let map = BLOBS.read().unwrap_or_else(|e| e.into_inner());
+    let map = blobs().read().unwrap_or_else(|e| e.into_inner());
     match map.get(&(h as usize)) {
         Some(b) => f(b),
         None => Err(not_live(h, what)),
@@ -75,7 +109,7 @@ pub fn with_blob<R>(h: *const Blob, what: &str, f: impl FnOnce(&blobcore::Blob) 
     if h.is_null() {
         return Err(Error::NullPointer(format!("{what} is NULL")));
     }
-    let map = BLOBS.read().unwrap_or_else(|e| e.into_inner());
+    let map = blobs().read().unwrap_or_else(|e| e.into_inner());
     let Some(b) = map.get(&(h as usize)) else {
         return Err(not_live(h, what));
     };
@@ -92,7 +126,7 @@ pub fn free_blob(h: *mut Blob) -> Result<(), Error> {
     if h.is_null() {
         return Err(Error::NullPointer("blob is NULL".into()));
     }
-    let removed = BLOBS.write().unwrap_or_else(|e| e.into_inner()).remove(&(h as usize));
+    let removed = blobs().write().unwrap_or_else(|e| e.into_inner()).remove(&(h as usize));
     match removed {
         Some(b) => {
             drop(b);
@@ -105,7 +139,7 @@ pub fn free_blob(h: *mut Blob) -> Result<(), Error> {
 /// Issues a new engine handle.
 pub fn issue_engine(e: Engine) -> *mut BlobEngine {
     let t = tokens::issue();
-    ENGINES.write().unwrap_or_else(|e| e.into_inner()).insert(t, e);
+    engines().write().unwrap_or_else(|e| e.into_inner()).insert(t, e);
     t as *mut BlobEngine
 }
 
@@ -116,7 +150,7 @@ pub fn engine(h: *const BlobEngine) -> Result<Engine, Error> {
         // BLOBCORE_ENGINE chose another.
         return Engine::default_engine();
     }
-    ENGINES
+    engines()
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .get(&(h as usize))
@@ -129,8 +163,13 @@ pub fn free_engine(h: *mut BlobEngine) -> Result<(), Error> {
     if h.is_null() {
         return Err(Error::NullPointer("engine is NULL".into()));
     }
-    match ENGINES.write().unwrap_or_else(|e| e.into_inner()).remove(&(h as usize)) {
-        Some(_) => Ok(()),
+    let removed = engines().write().unwrap_or_else(|e| e.into_inner()).remove(&(h as usize));
+    // Dropped after the lock: the last handle of a GPU engine tears it down.
+    match removed {
+        Some(e) => {
+            drop(e);
+            Ok(())
+        }
         None => Err(Error::InvalidHandle(format!("{h:p} is not a live engine handle (double free?)"))),
     }
 }

@@ -12,7 +12,8 @@ use crate::status::{ffi, out, path, put, text};
 use blobcore::Error;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::{LazyLock, RwLock};
+use std::sync::atomic::AtomicBool;
+use std::sync::{PoisonError, RwLock};
 
 /// An ordered map of names to blobs with string metadata (opaque; from
 /// `blob_map_create`, `blob_load_safetensors` or `blob_load_caffemodel`,
@@ -45,11 +46,20 @@ impl Held {
     }
 }
 
-static MAPS: LazyLock<RwLock<BTreeMap<usize, Held>>> = LazyLock::new(Default::default);
+static MAPS: RwLock<BTreeMap<usize, Held>> = RwLock::new(BTreeMap::new());
+
+/// [`MAPS`], held across `fork` (see [`handles::fork_rank`]).
+fn maps() -> &'static RwLock<BTreeMap<usize, Held>> {
+    static HELD: AtomicBool = AtomicBool::new(false);
+    blobcore::fork_locks::hold_across_fork(&HELD, handles::fork_rank::MAPS, || {
+        Box::new(MAPS.write().unwrap_or_else(PoisonError::into_inner))
+    });
+    &MAPS
+}
 
 fn issue(map: blobcore::BlobMap) -> *mut BlobMap {
     let t = crate::tokens::issue();
-    MAPS.write().unwrap_or_else(|e| e.into_inner()).insert(t, Held::new(map));
+    maps().write().unwrap_or_else(|e| e.into_inner()).insert(t, Held::new(map));
     t as *mut BlobMap
 }
 
@@ -63,7 +73,7 @@ fn with<R>(h: *const BlobMap, f: impl FnOnce(&Held) -> Result<R, Error>) -> Resu
     if h.is_null() {
         return Err(Error::NullPointer("map is NULL".into()));
     }
-    let maps = MAPS.read().unwrap_or_else(|e| e.into_inner());
+    let maps = maps().read().unwrap_or_else(|e| e.into_inner());
     f(maps.get(&(h as usize)).ok_or_else(|| not_live(h))?)
 }
 
@@ -75,7 +85,7 @@ fn change<R>(h: *mut BlobMap, f: impl FnOnce(&mut blobcore::BlobMap) -> Result<R
     if h.is_null() {
         return Err(Error::NullPointer("map is NULL".into()));
     }
-    let mut maps = MAPS.write().unwrap_or_else(|e| e.into_inner());
+    let mut maps = maps().write().unwrap_or_else(|e| e.into_inner());
     let held = maps.get_mut(&(h as usize)).ok_or_else(|| not_live(h))?;
     let r = f(&mut held.map)?;
     held.refresh();
@@ -113,7 +123,7 @@ pub extern "C" fn blob_map_free(map: *mut BlobMap) -> i32 {
         if map.is_null() {
             return Err(Error::NullPointer("map is NULL".into()));
         }
-        let removed = MAPS.write().unwrap_or_else(|e| e.into_inner()).remove(&(map as usize));
+        let removed = maps().write().unwrap_or_else(|e| e.into_inner()).remove(&(map as usize));
         // Dropped outside the lock: releasing a map may release file maps.
         match removed {
             Some(held) => {

@@ -8,6 +8,8 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -169,6 +171,76 @@ static void fork_after_large_operations(void) {
     blob_free(b);
 }
 
+/* Fork while other threads use the library's process-wide tables (blob,
+ * engine and map handles, byte buffers, the default engine, the registry
+ * of mapped files): each child must find them free, however the fork fell
+ * on the workers' calls. (Without the tables held across fork, a child
+ * forked while a worker held one waited for ever.) */
+static const char *busy_npy;
+static atomic_int busy_stop;
+
+static int busy_round(void) {
+    int64_t dims[2] = {2, 3};
+    Blob *b = NULL, *m = NULL;
+    BlobEngine *e = NULL;
+    BlobMap *map = NULL;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int ok = blob_engine_cpu(&e) == BLOB_OK && blob_set_default_engine(e) == BLOB_OK &&
+             blob_create_tensor(cpu, BLOB_F32, dims, 2, &b) == BLOB_OK && blob_fill(b, 1.0) == BLOB_OK &&
+             blob_to_npy_bytes(b, &bytes, &len) == BLOB_OK && blob_bytes_free(bytes) == BLOB_OK &&
+             blob_map_create(&map) == BLOB_OK && blob_map_insert(map, "w", b) == BLOB_OK &&
+             blob_load_npy_mapped(cpu, busy_npy, "r", &m) == BLOB_OK;
+    blob_free(m);
+    blob_map_free(map);
+    blob_free(b);
+    if (e != NULL) {
+        blob_set_default_engine(NULL);
+        blob_engine_free(e);
+    }
+    return ok;
+}
+
+static void *busy_worker(void *arg) {
+    (void)arg;
+    while (!atomic_load(&busy_stop)) CHECK(busy_round());
+    return NULL;
+}
+
+static void fork_while_threads_use_the_tables(void) {
+    char path[] = "/tmp/blobcore_fork_busy_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    busy_npy = path;
+    int64_t dims[1] = {1024};
+    Blob *f = NULL;
+    CHECK(blob_create_tensor(cpu, BLOB_F32, dims, 1, &f) == BLOB_OK && blob_save_npy(f, path) == BLOB_OK);
+    blob_free(f);
+    enum { WORKERS = 4, FORKS = 200 };
+    pthread_t th[WORKERS];
+    atomic_store(&busy_stop, 0);
+    for (int i = 0; i < WORKERS; i++) CHECK(pthread_create(&th[i], NULL, busy_worker, NULL) == 0);
+    int hung = 0;
+    for (int i = 0; i < FORKS && !hung; i++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(10);
+            _exit(busy_round() && busy_round() ? 0 : 1);
+        }
+        CHECK(pid > 0);
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) hung = 1;
+        else CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    atomic_store(&busy_stop, 1);
+    for (int i = 0; i < WORKERS; i++) pthread_join(th[i], NULL);
+    CHECK(!hung); /* a child waited 10 s on a table another thread held */
+    unlink(path);
+}
+
 int main(void) {
     alarm(120); /* the watchdog */
     CHECK(blob_engine_cpu(&cpu) == BLOB_OK);
@@ -178,7 +250,10 @@ int main(void) {
      * worker threads, which do not exist there: memcheck reports them as
      * lost in the child. The plain runs (and the 20 in a row) cover fork. */
     const char *preload = getenv("LD_PRELOAD");
-    if (preload == NULL || strstr(preload, "vgpreload") == NULL) fork_after_large_operations();
+    if (preload == NULL || strstr(preload, "vgpreload") == NULL) {
+        fork_after_large_operations();
+        fork_while_threads_use_the_tables();
+    }
     blob_engine_free(cpu);
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);

@@ -162,8 +162,16 @@ impl Engine {
 
     /// Makes `engine` the default engine (see [`Engine::default_engine`]).
     pub fn set_default(engine: &Engine) {
-        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(engine.clone());
+        // Held across forks (the lock is read only once it has been set).
+        static HELD_ACROSS_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        crate::fork_locks::hold_across_fork(&HELD_ACROSS_FORK, crate::fork_locks::CORE_RANK, || {
+            Box::new(DEFAULT.write().unwrap_or_else(|p| p.into_inner()))
+        });
+        let old = DEFAULT.write().unwrap_or_else(|p| p.into_inner()).replace(engine.clone());
         DEFAULT_SET.store(true, std::sync::atomic::Ordering::Release);
+        // The engine it replaced goes after the lock: its last drop may
+        // tear a device down.
+        drop(old);
     }
 
     /// Waits until the engine has finished every operation queued so far
@@ -249,5 +257,24 @@ impl Default for Engine {
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Engine({})", self.name())
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::Engine;
+
+    /// The default engine's lock is held across forks: a child forked
+    /// while another thread sets the default finds it free.
+    #[cfg_attr(miri, ignore = "Miri runs no fork")]
+    #[test]
+    fn a_child_forked_while_the_default_changes_can_use_it() {
+        // The default stays what it is (suites may run on a GPU).
+        fn same_default() -> bool {
+            Engine::default_engine().map(|e| Engine::set_default(&e)).is_ok()
+        }
+        same_default();
+        let hung = crate::fork_locks::tests::fork_while_busy(200, || assert!(same_default()), same_default);
+        assert_eq!(hung, 0, "a forked child hung on the default engine's lock");
     }
 }

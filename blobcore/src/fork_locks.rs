@@ -1,0 +1,217 @@
+//! Process-wide locks held across `fork`, so a child never finds one taken.
+//!
+//! A forked child has only the thread that called `fork`, and a copy of
+//! every lock as it stood. A process-wide table whose lock another thread
+//! held at that moment (a C program's handle table while a worker thread
+//! creates a blob, the registry of mapped files while a thread maps one)
+//! stays locked in the child for ever: its next call that needs the table
+//! waits for a thread it does not have. So every such lock is registered
+//! here, and a `pthread_atfork` handler takes them all before the fork —
+//! waiting for the threads that hold them to finish their short critical
+//! sections — and releases them in parent and child after it. The child
+//! gets whole tables (its maps and memory are inherited, so are their
+//! entries) and free locks.
+//!
+//! Locks are taken in order of their rank, lowest first, and released in
+//! the reverse order. A lock that code takes while holding another must
+//! have the higher rank, or the fork could wait on a thread that waits on
+//! it: the C API's handle tables (taken first, and held while the core
+//! works on a blob) rank below the core's own tables. Per-object locks —
+//! a blob's — are not held across a fork: a blob that another thread is
+//! changing at the moment of the fork may stay locked in the child.
+//!
+//! (Miri runs no fork and no `pthread_atfork`: there the functions here
+//! only record.)
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// The core's own tables rank from here up. A caller's lock that is held
+/// while it calls into the core ranks below.
+pub const CORE_RANK: u32 = 1_000;
+
+/// Takes one registered lock and returns its guard (boxed: locks of every
+/// type are held in one list).
+pub type Take = fn() -> Box<dyn Any>;
+
+/// The registered locks, sorted by rank.
+static LOCKS: Mutex<Vec<(u32, Take)>> = Mutex::new(Vec::new());
+
+/// Registers a process-wide lock to be held across every later `fork` of
+/// the process, the first time it is called with `registered` (a flag of
+/// the lock's own, false until then): `take` locks it and returns the
+/// guard, which is dropped (unlocking it) in parent and child once the
+/// fork is done. Lower ranks are taken first (see the module's docs).
+/// Call it before every use of the lock; after the first, it is one
+/// atomic load. (No `Once` here: a `Once` caught running by a fork would
+/// stay running in the child, and wait for ever.)
+pub fn hold_across_fork(registered: &'static AtomicBool, rank: u32, take: Take) {
+    if registered.load(Ordering::Acquire) {
+        return;
+    }
+    #[cfg(all(unix, not(miri)))]
+    handlers::install();
+    let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    if registered.load(Ordering::Acquire) {
+        return;
+    }
+    let at = locks.partition_point(|(r, _)| *r <= rank);
+    locks.insert(at, (rank, take));
+    registered.store(true, Ordering::Release);
+}
+
+#[cfg(all(unix, not(miri)))]
+mod handlers {
+    use super::{PoisonError, LOCKS};
+    use std::any::Any;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The guards the forking thread holds across the fork, in the
+        /// order they were taken (the list's own guard first).
+        static HELD: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    extern "C" fn prepare() {
+        // The list's lock is held too: a registration cannot slip between.
+        let locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+        let takes: Vec<super::Take> = locks.iter().map(|(_, t)| *t).collect();
+        let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(takes.len() + 1);
+        held.push(Box::new(locks));
+        held.extend(takes.iter().map(|take| take()));
+        // A thread being torn down has no slot for them: it forks without
+        // the locks (as it would without these handlers).
+        let _ = HELD.try_with(|h| *h.borrow_mut() = held);
+    }
+
+    extern "C" fn release() {
+        // Dropped in the reverse order of taking. A futex-based lock has no
+        // owner to check, so the child's copy of the forking thread may
+        // unlock what the parent's took; glibc leaves the allocator usable
+        // in the child, so the boxes may be freed there.
+        let _ = HELD.try_with(|h| {
+            let mut held = std::mem::take(&mut *h.borrow_mut());
+            while let Some(guard) = held.pop() {
+                drop(guard);
+            }
+        });
+    }
+
+    /// Installs the handlers, once per process tree (a child inherits
+    /// them). A thread of this process already installing them is waited
+    /// for; one of a parent — caught inside `pthread_atfork` by the fork,
+    /// so absent here and its handlers never added — is taken over.
+    pub(super) fn install() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        const DONE: u64 = u64::MAX;
+        /// DONE, 0 (never started), or 1 + the id of the process whose
+        /// thread is installing them.
+        static STATE: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let state = STATE.load(Ordering::Acquire);
+            if state == DONE {
+                return;
+            }
+            let me = 1 + u64::from(std::process::id());
+            if state == me {
+                std::thread::yield_now();
+                continue;
+            }
+            if STATE.compare_exchange(state, me, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                // SAFETY: the handlers are plain functions of this library
+                // that touch only the registered locks and a thread-local;
+                // glibc drops them if the library is unloaded. A failure
+                // (ENOMEM) only leaves forks unguarded, as they were before.
+                unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
+                STATE.store(DONE, Ordering::Release);
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::{Arc, RwLock};
+    use std::time::{Duration, Instant};
+
+    /// Forks `forks` times while `busy` runs in a loop on another thread;
+    /// each child runs `child` and exits 0 when it returns true. Returns
+    /// how many children hung (killed after 10 s: the first ends the run).
+    pub(crate) fn fork_while_busy(forks: usize, busy: fn(), child: fn() -> bool) -> usize {
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    busy();
+                }
+            })
+        };
+        let mut hung = 0;
+        for _ in 0..forks {
+            // SAFETY: the child runs only `child` (the library's own locks
+            // and the allocator, which glibc's fork leaves usable) and `_exit`.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let ok = child();
+                // SAFETY: ends the child without the parent's exit handlers.
+                unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut status = 0;
+            loop {
+                // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+                let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                if r == pid {
+                    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child failed");
+                    break;
+                }
+                if Instant::now() > deadline {
+                    // SAFETY: as above; the child is killed and reaped.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::waitpid(pid, &mut status, 0);
+                    }
+                    hung += 1;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if hung > 0 {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        worker.join().unwrap();
+        hung
+    }
+
+    static OUTER: RwLock<u64> = RwLock::new(0);
+    static INNER: Mutex<u64> = Mutex::new(0);
+
+    #[cfg_attr(miri, ignore = "Miri runs no fork")]
+    #[test]
+    fn nested_locks_are_free_in_a_child() {
+        // OUTER is held while INNER is taken (as the C API's handle table is
+        // held while the core works), so it ranks lower.
+        static OUTER_HELD: AtomicBool = AtomicBool::new(false);
+        static INNER_HELD: AtomicBool = AtomicBool::new(false);
+        fn both() -> bool {
+            hold_across_fork(&OUTER_HELD, 10, || Box::new(OUTER.write().unwrap_or_else(PoisonError::into_inner)));
+            hold_across_fork(&INNER_HELD, CORE_RANK + 50, || Box::new(INNER.lock().unwrap_or_else(PoisonError::into_inner)));
+            let mut o = OUTER.write().unwrap_or_else(PoisonError::into_inner);
+            *o += 1;
+            *INNER.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+            drop(o);
+            let _r = OUTER.read().unwrap_or_else(PoisonError::into_inner);
+            true
+        }
+        both();
+        let hung = fork_while_busy(200, || assert!(both()), both);
+        assert_eq!(hung, 0, "a forked child hung on a process-wide lock");
+    }
+}
