@@ -17,8 +17,9 @@
 //! have the higher rank, or the fork could wait on a thread that waits on
 //! it: the C API's handle tables (taken first, and held while the core
 //! works on a blob) rank below the core's own tables. Per-object locks —
-//! a blob's — are not held across a fork: a blob that another thread is
-//! changing at the moment of the fork may stay locked in the child.
+//! a blob's — are not held across a fork: a blob that another thread
+//! works on at the moment of the fork may stay busy (its borrow is never
+//! returned there) or locked in the child.
 //!
 //! (Miri runs no fork and no `pthread_atfork`: there the functions here
 //! only record.)

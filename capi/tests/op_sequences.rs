@@ -5,8 +5,11 @@
 //! (by axis, object and named dim), copies of every kind (host, typed,
 //! blob to blob, casts, clones, reorders, permutes), buffers held and
 //! released in any order, writes through held buffers, Caffe diffs and
-//! shared data, DLPack round trips, shared memory files, maps, queries and
-//! serialization.
+//! shared data, DLPack round trips, shared memory files, maps, queries,
+//! engines (the default one set and reset) and serialization, files of
+//! every format included (whole-model ones too, with progress callbacks
+//! that cancel): 160 of the 162 C functions (not `blob_engine_gpu` and
+//! `blob_engine_cuda`, which open devices).
 //!
 //! Whatever the sequence:
 //! - every call returns a documented status: never BLOB_ERR_INTERNAL,
@@ -148,10 +151,54 @@ fn read(b: *const Blob) -> Option<Vec<u8>> {
 
 /// A scratch file of this process and thread, one per format.
 fn scratch_file(kind: u8) -> std::ffi::CString {
+    scratch_path(&format!("{kind}.bin"))
+}
+
+/// A scratch path of this process and thread ending in `suffix`.
+fn scratch_path(suffix: &str) -> std::ffi::CString {
     let dir = std::env::temp_dir().join(format!("blobcore-op-sequences-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("the temporary directory is writable");
-    let name = format!("{:?}-{kind}.bin", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-', "_");
+    let name = format!("{:?}-{suffix}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-', "_");
     std::ffi::CString::new(dir.join(name).into_os_string().into_encoded_bytes()).expect("a path without NUL")
+}
+
+/// A load's progress callback: `user` is a countdown of calls before it
+/// cancels (0: never); every call must have `done <= total`.
+unsafe extern "C" fn progress(done: u64, total: u64, user: *mut c_void) -> bool {
+    assert!(done <= total, "progress {done} of {total}");
+    // SAFETY: `user` is the `&mut u32` `load_with_progress` passes, alive
+    // for the load's duration and touched by nothing else meanwhile.
+    let left = unsafe { &mut *(user as *mut u32) };
+    match *left {
+        0 => true,
+        1 => false,
+        n => {
+            *left = n - 1;
+            true
+        }
+    }
+}
+
+/// The first blob of a loaded map, and the map freed. A failed load must
+/// have made nothing.
+fn first_of(st: i32, map: *mut BlobMap, out: &mut *mut Blob) -> i32 {
+    check(st, "load map");
+    if st != BLOB_OK {
+        assert!(map.is_null(), "a failed load returned a map");
+        return st;
+    }
+    let (mut len, mut keys) = (0usize, 0usize);
+    check(blob_map_len(map, &mut len), "map_len");
+    check(blob_map_metadata_len(map, &mut keys), "map_metadata_len");
+    for i in 0..keys + 1 {
+        let (mut k, mut v) = (std::ptr::null(), std::ptr::null());
+        let st = blob_map_metadata_at(map, i, &mut k, &mut v);
+        check(st, "map_metadata_at");
+        assert_eq!(st == BLOB_OK, i < keys, "map_metadata_at({i}) of {keys} keys");
+    }
+    let st = if len > 0 { blob_map_at(map, 0, 0, out) } else { BLOB_ERR_OUT_OF_RANGE };
+    check(blob_map_free(map), "map_free");
+    st
 }
 
 thread_local! {
@@ -270,7 +317,7 @@ pub fn run(data: &[u8]) {
     }
     while !r.done() && steps < 256 {
         steps += 1;
-        let op = r.u8() % 50;
+        let op = r.u8() % 52;
         let s = r.slot();
         let b = blobs[s];
         let mut out = std::ptr::null_mut();
@@ -802,6 +849,128 @@ pub fn run(data: &[u8]) {
                 };
                 let to = r.slot();
                 keep(&mut blobs, &mut held, to, st, out, "load");
+            }
+            49 if !cfg!(miri) => {
+                // Whole-model files: caffemodels, sharded safetensors, GGUF
+                // headers, Caffe blob vectors and NeoML archive forms, with
+                // progress callbacks that may cancel the load.
+                let mut m = std::ptr::null_mut();
+                let mut loaded: *mut BlobMap = std::ptr::null_mut();
+                let mut cancel_after = (r.u8() % 4) as u32;
+                let user = (&mut cancel_after as *mut u32).cast::<c_void>();
+                let with_progress = r.bit();
+                let st = match r.u8() % 5 {
+                    kind @ 0..=2 => {
+                        check(blob_map_create(&mut m), "map_create");
+                        check(blob_map_insert(m, c"t".as_ptr(), b), "map_insert");
+                        check(blob_map_insert(m, c"u".as_ptr(), blobs[r.slot()]), "map_insert");
+                        check(blob_map_set_metadata(m, c"k".as_ptr(), c"v".as_ptr()), "map_set_metadata");
+                        let st = match kind {
+                            0 => {
+                                let path = scratch_path("model.caffemodel");
+                                check(blob_save_caffemodel(m, path.as_ptr()), "save_caffemodel");
+                                if with_progress {
+                                    blob_load_caffemodel_progress(null, path.as_ptr(), Some(progress), user, &mut loaded)
+                                } else {
+                                    blob_load_caffemodel(null, path.as_ptr(), &mut loaded)
+                                }
+                            }
+                            1 => {
+                                let path = scratch_path("model.safetensors.index.json");
+                                let shard = 1 + r.u8() as u64 * 8;
+                                check(blob_save_safetensors_sharded(m, path.as_ptr(), shard), "save_safetensors_sharded");
+                                let mmap = r.bit();
+                                if with_progress {
+                                    blob_load_safetensors_progress(null, path.as_ptr(), mmap, Some(progress), user, &mut loaded)
+                                } else {
+                                    blob_load_safetensors(null, path.as_ptr(), mmap, &mut loaded)
+                                }
+                            }
+                            _ => {
+                                let path = scratch_path("model.gguf");
+                                check(blob_save_gguf(m, path.as_ptr()), "save_gguf");
+                                let (mut json, mut len) = (std::ptr::null_mut(), 0usize);
+                                let st = blob_gguf_header_json(path.as_ptr(), &mut json, &mut len);
+                                check(st, "gguf_header_json");
+                                if st == BLOB_OK {
+                                    check(blob_bytes_free(json), "bytes_free");
+                                }
+                                let (mmap, deq) = (r.bit(), r.bit());
+                                if with_progress {
+                                    blob_load_gguf_progress(null, path.as_ptr(), mmap, deq, Some(progress), user, &mut loaded)
+                                } else {
+                                    blob_load_gguf(null, path.as_ptr(), mmap, deq, &mut loaded)
+                                }
+                            }
+                        };
+                        check(blob_map_free(m), "map_free");
+                        first_of(st, loaded, &mut out)
+                    }
+                    3 => {
+                        // A BlobProtoVector of up to 3 slots, read back into
+                        // room for 0-3 handles.
+                        let parts: Vec<*const Blob> = (0..r.u8() % 4).map(|_| blobs[r.slot()] as *const Blob).collect();
+                        let path = scratch_path("vector.binaryproto");
+                        check(blob_save_caffe_vector(parts.as_ptr(), parts.len(), path.as_ptr(), r.bit()), "save_caffe_vector");
+                        let mut got = [std::ptr::null_mut(); 3];
+                        let (capacity, mut count) = ((r.u8() % 4) as usize, 0usize);
+                        let st = blob_load_caffe_vector(null, path.as_ptr(), got.as_mut_ptr(), capacity, &mut count);
+                        check(st, "load_caffe_vector");
+                        if st == BLOB_OK {
+                            assert!(count <= capacity, "load_caffe_vector: {count} blobs into room for {capacity}");
+                            for g in &got[1..count.max(1)] {
+                                check(blob_free(*g), "free vector blob");
+                            }
+                            out = got[0];
+                            if count == 0 { BLOB_ERR_OUT_OF_RANGE } else { BLOB_OK }
+                        } else {
+                            assert!(got.iter().all(|g| g.is_null()), "a failed load_caffe_vector made handles");
+                            st
+                        }
+                    }
+                    _ => {
+                        let path = scratch_path("archive.neoml");
+                        check(blob_save_neoml_form(b, path.as_ptr(), (r.u8() % 3) as i32), "save_neoml_form");
+                        blob_load_neoml(null, path.as_ptr(), &mut out)
+                    }
+                };
+                let to = r.slot();
+                keep(&mut blobs, &mut held, to, st, out, "model file");
+            }
+            50 => {
+                // The engine behind a blob, its queries, and the default
+                // engine set to it for a creation, then back.
+                let mut e = std::ptr::null_mut();
+                let st = blob_engine(b, &mut e);
+                check(st, "engine");
+                if st == BLOB_OK {
+                    let (mut gpu, mut soft) = (false, false);
+                    check(blob_engine_is_gpu(e, &mut gpu), "engine_is_gpu");
+                    check(blob_engine_is_software(e, &mut soft), "engine_is_software");
+                    check(blob_engine_reset_stats(e), "engine_reset_stats");
+                    check(blob_set_default_engine(e), "set_default_engine");
+                    let dims = r.dims(3);
+                    let st = blob_create_tensor(null, r.dtype(), dims.as_ptr(), dims.len(), &mut out);
+                    check(blob_set_default_engine(null), "set_default_engine NULL");
+                    check(blob_engine_free(e), "engine_free");
+                    keep(&mut blobs, &mut held, s, st, out, "create on the default engine");
+                }
+                let mut layout = 0i32;
+                check(blob_layout_by_dims(r.u8() as usize % 10, &mut layout), "layout_by_dims");
+                // Any status has a name (unknown ones too), and so has the library.
+                assert!(!blob_status_str(r.small() as i32 * 3).is_null() && !blob_version().is_null(), "a NULL string");
+                // A CUDA export of a host blob: refused without a CUDA engine.
+                let mut t = std::ptr::null_mut();
+                let st = blob_to_dlpack_cuda(b, r.small(), r.small() as i32, &mut t);
+                check(st, "to_dlpack_cuda");
+                if st == BLOB_OK {
+                    // SAFETY: a tensor just exported; its deleter runs once.
+                    unsafe {
+                        if let Some(d) = (*t).deleter {
+                            d(t);
+                        }
+                    }
+                }
             }
             _ => {
                 // An engine handle freed while blobs made on it live on.
