@@ -33,13 +33,13 @@ static ENGINES: RwLock<BTreeMap<usize, Engine>> = RwLock::new(BTreeMap::new());
 /// another of higher rank is held.
 pub(crate) mod fork_rank {
     /// [`super::BLOBS`].
-    pub const BLOBS: u32 = 10;
+    pub(crate) const BLOBS: u32 = 10;
     /// [`super::ENGINES`].
-    pub const ENGINES: u32 = 11;
+    pub(crate) const ENGINES: u32 = 11;
     /// The table of `BlobMap` handles (weights.rs).
-    pub const MAPS: u32 = 12;
+    pub(crate) const MAPS: u32 = 12;
     /// The table of byte buffers handed to C (byte_buffers.rs).
-    pub const BYTE_BUFFERS: u32 = 13;
+    pub(crate) const BYTE_BUFFERS: u32 = 13;
 }
 
 fn blobs() -> &'static RwLock<BTreeMap<usize, blobcore::Blob>> {
