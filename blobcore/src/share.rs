@@ -159,39 +159,19 @@ fn decode(bytes: &[u8]) -> Result<(u64, TensorDesc, bool)> {
 // reachable from its start, so leak checkers see it as in use at exit.
 type Registry = Vec<((u64, u64), std::sync::Weak<Storage>)>;
 
-/// The registry of one process. A forked child finds its parent's (the
-/// maps are inherited, so are the entries) and starts its own from a copy
-/// of it — or empty, if a thread of the parent held it at the fork.
+/// The registry of this process, held across `fork` (see
+/// [`crate::fork_locks`]): a child inherits the maps, so the entries too.
 #[cfg(unix)]
-struct ProcessRegistry {
-    pid: u32,
-    map: std::sync::Mutex<Registry>,
-    /// The parent's, abandoned: kept reachable, never freed.
-    _prev: *mut ProcessRegistry,
-}
+static REGISTRY: std::sync::Mutex<Registry> = std::sync::Mutex::new(Vec::new());
 
 #[cfg(unix)]
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    use std::sync::atomic::{AtomicPtr, Ordering};
-    static REGISTRY: AtomicPtr<ProcessRegistry> = AtomicPtr::new(std::ptr::null_mut());
-    let pid = std::process::id();
-    loop {
-        let cur = REGISTRY.load(Ordering::Acquire);
-        // SAFETY: non-null pointers in REGISTRY come from Box::into_raw
-        // below and are never freed (a parent's is abandoned, not dropped).
-        let prev = unsafe { cur.as_ref() };
-        if let Some(r) = prev.filter(|r| r.pid == pid) {
-            // Every critical section leaves the map consistent: a poisoned lock is taken over.
-            return r.map.lock().unwrap_or_else(|e| e.into_inner());
-        }
-        let inherited = prev.and_then(|r| r.map.try_lock().ok().map(|m| m.clone())).unwrap_or_default();
-        let fresh = Box::into_raw(Box::new(ProcessRegistry { pid, map: std::sync::Mutex::new(inherited), _prev: cur }));
-        if REGISTRY.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire).is_err() {
-            // Another thread published one first: use it.
-            // SAFETY: `fresh` was never published; we own it.
-            drop(unsafe { Box::from_raw(fresh) });
-        }
-    }
+    static HELD_ACROSS_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    crate::fork_locks::hold_across_fork(&HELD_ACROSS_FORK, crate::fork_locks::CORE_RANK + 2, || {
+        Box::new(REGISTRY.lock().unwrap_or_else(|e| e.into_inner()))
+    });
+    // Every critical section leaves the map consistent: a poisoned lock is taken over.
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(unix)]
