@@ -411,7 +411,8 @@ asan:
 
 # The core's unsafe code under Miri (undefined behaviour: aliasing,
 # out-of-bounds and dangling accesses, leaks), on the unit tests of the
-# modules that hand out raw pointers or build blobs in place: DLPack
+# modules that hand out raw pointers or build blobs in place (and the
+# values made on first use, published through a raw pointer): DLPack
 # exports and imports, element access, views and indexing, casts,
 # copies and reorders (the SSE2 tiles: Miri runs no AVX), the decoders.
 # The strided engine's tests run serially under Miri but take minutes
@@ -428,7 +429,7 @@ asan:
 # process, by design). Needs a nightly toolchain; adds miri and rust-src
 # to it (rustup does nothing when they are there), and skips when it
 # cannot.
-MIRI_TESTS ?= dlpack export:: element:: raw:: blob_map view:: index:: layout:: shape:: axes:: placement:: overlap:: storage:: dtype:: ops::cast ops::copy ops::reduce ops::reorder ops::self_operand io::gguf io::safetensors io::npy io::neoml io::tests io::ggml_quants::tests::wrong_sizes
+MIRI_TESTS ?= first_use:: dlpack export:: element:: raw:: blob_map view:: index:: layout:: shape:: axes:: placement:: overlap:: storage:: dtype:: ops::cast ops::copy ops::reduce ops::reorder ops::self_operand io::gguf io::safetensors io::npy io::neoml io::tests io::ggml_quants::tests::wrong_sizes
 # Too slow interpreted (megabytes checked byte by byte), or beyond what
 # Miri can run (an allocation of 2^60 bytes). `convert` is left out: it
 # has no unsafe code, and its oracles' `powi` is one of the float

@@ -19,12 +19,11 @@
 //! works on a blob) rank below the core's own tables. Per-object locks —
 //! a blob's — are not held across a fork: a blob that another thread
 //! works on at the moment of the fork may stay busy (its borrow is never
-//! returned there) or locked in the child. Nor are the one-time
-//! initializations of process-wide values (the handle key, the CPU's
-//! tuning, the engine `BLOBCORE_ENGINE` names): a fork that falls inside
-//! another thread's first computation of one leaves it unfinished in the
-//! child — microseconds once per process, except for a GPU named by
-//! `BLOBCORE_ENGINE`, whose opening a forked child could not use anyway.
+//! returned there) or locked in the child. Values made once per process
+//! (the handle key, the CPU's tuning, the engine `BLOBCORE_ENGINE` names)
+//! need no lock held across fork: they are [`crate::first_use::FirstUse`]
+//! values, which no thread waits for, so a child forked while another
+//! thread made one makes its own.
 //!
 //! (Miri runs no fork and no `pthread_atfork`: there the functions here
 //! only record.)

@@ -44,6 +44,7 @@ pub mod blob_map;
 pub mod boolean;
 pub(crate) mod convert;
 pub(crate) mod file_alias;
+pub mod first_use;
 pub mod fork_locks;
 pub mod buffer;
 pub mod dtype;

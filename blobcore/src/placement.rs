@@ -13,7 +13,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::axes::{axes_filled, Axes};
 use crate::layout::TensorDesc;
-use std::sync::OnceLock;
+use crate::first_use::FirstUse;
 
 /// A blob state's layout (see the module docs).
 #[derive(Clone)]
@@ -37,8 +37,9 @@ pub(crate) struct Strided {
     origin: usize,
     /// Elements of memory from the base the view reaches.
     span: usize,
-    /// The planar desc, built on first use.
-    desc: OnceLock<Box<TensorDesc>>,
+    /// The planar desc, built on first use (never waited for: threads
+    /// that race each build it, and a fork leaves no build unfinished).
+    desc: FirstUse<Box<TensorDesc>>,
 }
 
 impl Strided {
@@ -50,7 +51,7 @@ impl Strided {
         debug_assert_eq!(dims.len(), strides.len());
         unit_strides_on_short_axes(dims, &mut strides);
         let (origin, span) = crate::layout::strided_span(dims.iter().copied().zip(strides.iter().copied()))?;
-        Ok(Strided { dtype, strides, origin, span, desc: OnceLock::new() })
+        Ok(Strided { dtype, strides, origin, span, desc: FirstUse::new() })
     }
 
     /// A strided view whose `origin` and `span` are known, for a view
@@ -60,7 +61,7 @@ impl Strided {
     pub(crate) fn of_checked(dtype: DType, dims: &[usize], mut strides: Axes<isize>, origin: usize, span: usize) -> Strided {
         unit_strides_on_short_axes(dims, &mut strides);
         debug_assert_eq!(crate::layout::strided_span(dims.iter().copied().zip(strides.iter().copied())).ok(), Some((origin, span)));
-        Strided { dtype, strides, origin, span, desc: OnceLock::new() }
+        Strided { dtype, strides, origin, span, desc: FirstUse::new() }
     }
 
     /// Element 0's offset from the base.
@@ -77,7 +78,7 @@ impl Strided {
     fn desc(&self, dims: &[usize]) -> &TensorDesc {
         // `new` checked the span of these axes (their order does not
         // change it, and length-1 axes reach nothing at any stride).
-        self.desc.get_or_init(|| strided_desc_checked(self.dtype, dims, &self.strides, self.origin))
+        self.desc.get_or_make(|| strided_desc_checked(self.dtype, dims, &self.strides, self.origin))
     }
 }
 

@@ -69,15 +69,15 @@ pub fn free(ptr: *mut u8) -> Result<(), Error> {
 fn random_hint(page: usize) -> usize {
     use std::hash::{BuildHasher, RandomState};
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::LazyLock;
-    static KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
+    // Drawn on first use, never waited for (see `blobcore::first_use`).
+    static KEY: blobcore::first_use::FirstUse<RandomState> = blobcore::first_use::FirstUse::new();
     static COUNT: AtomicU64 = AtomicU64::new(0);
     // x86_64 and aarch64 user space reach at least 2^47 (2^39 on some
     // aarch64 kernels, which then ignore higher hints). [2^45, 2^46) lies
     // above AddressSanitizer's shadow memory (which ends near 2^44 on
     // x86_64) and below where the kernel puts libraries and its own maps.
     let (lo, span): (u64, u64) = if usize::BITS == 64 { (1 << 45, 1 << 45) } else { (1 << 28, 1 << 29) };
-    let r = KEY.hash_one(COUNT.fetch_add(1, Ordering::Relaxed));
+    let r = KEY.get_or_make(RandomState::new).hash_one(COUNT.fetch_add(1, Ordering::Relaxed));
     ((lo + r % span) as usize) & !(page - 1)
 }
 

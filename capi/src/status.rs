@@ -4,7 +4,6 @@
 use blobcore::Error;
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
-use std::sync::OnceLock;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -25,8 +24,9 @@ const LAST_CODE: i32 = 15;
 
 /// Status names as NUL-terminated strings, built once from the core's table.
 pub fn status_name(code: i32) -> *const c_char {
-    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
+    // Built on first use, never waited for (see `blobcore::first_use`).
+    static NAMES: blobcore::first_use::FirstUse<Vec<CString>> = blobcore::first_use::FirstUse::new();
+    let names = NAMES.get_or_make(|| {
         // Codes 0..=LAST_CODE, then the name of an unknown code.
         // The names of the macros in blob.h: BLOB_OK, BLOB_ERR_*.
         (0..=LAST_CODE + 1)

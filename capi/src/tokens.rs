@@ -16,9 +16,9 @@
 //! Tokens are 16-aligned and never below [`MIN_TOKEN`] (counts whose token
 //! would be are skipped), so they look like heap pointers.
 
+use blobcore::first_use::FirstUse;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::LazyLock;
 
 /// Low bits that are always zero, so tokens are aligned like `malloc`'s pointers.
 const ALIGN_BITS: u32 = 4;
@@ -30,7 +30,9 @@ const HALF_MASK: u64 = (1 << HALF) - 1;
 const MIN_TOKEN: usize = 1 << 16;
 
 static COUNT: AtomicU64 = AtomicU64::new(1);
-static KEY: LazyLock<RandomState> = LazyLock::new(RandomState::new);
+/// The permutation's key, drawn on first use (never waited for: a fork
+/// while another thread draws it leaves the child drawing its own).
+static KEY: FirstUse<RandomState> = FirstUse::new();
 
 /// The keyed permutation of `BITS`-bit integers.
 fn permute(key: &RandomState, n: u64) -> u64 {
@@ -51,7 +53,7 @@ pub fn issue() -> usize {
     loop {
         let n = COUNT.fetch_add(1, Ordering::Relaxed) & ((1 << BITS) - 1);
         // `BITS + ALIGN_BITS` is the pointer width, so the value fits a usize.
-        let t = (permute(&KEY, n) as usize) << ALIGN_BITS;
+        let t = (permute(KEY.get_or_make(RandomState::new), n) as usize) << ALIGN_BITS;
         if t >= MIN_TOKEN {
             return t;
         }

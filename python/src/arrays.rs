@@ -10,7 +10,7 @@ use crate::errors::{core, raise};
 use crate::exports::Foreign;
 use blobcore::{Blob, DType, Engine, Shape};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+use blobcore::first_use::FirstUse;
 use pyo3::types::{PyDict, PyType};
 use std::ptr::NonNull;
 
@@ -175,11 +175,11 @@ pub fn as_dtype<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, d: DType, copy:
     py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))
 }
 
-static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NDARRAY: FirstUse<Py<PyType>> = FirstUse::new();
 
 /// `numpy.ndarray`.
 fn ndarray_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
-    Ok(NDARRAY.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+    Ok(NDARRAY.get_or_try_make(|| -> PyResult<Py<PyType>> {
         Ok(py.import("numpy")?.getattr("ndarray")?.cast_into::<PyType>()?.unbind())
     })?.bind(py))
 }

@@ -6,7 +6,7 @@
 use crate::errors::raise;
 use blobcore::DType;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+use blobcore::first_use::FirstUse;
 use pyo3::types::PyString;
 
 /// The dtype objects of some of `DType::ALL` and their scalar types
@@ -16,11 +16,11 @@ struct Objects {
 }
 
 /// NumPy's own dtypes (loaded on first use).
-static NUMPY: PyOnceLock<Objects> = PyOnceLock::new();
+static NUMPY: FirstUse<Objects> = FirstUse::new();
 /// ml_dtypes' (bfloat16, float8): loaded only when one is needed or
 /// ml_dtypes is imported already, since importing it takes most of a
 /// second (see `blobcore/_dtypes.py`).
-static ML: PyOnceLock<Objects> = PyOnceLock::new();
+static ML: FirstUse<Objects> = FirstUse::new();
 
 /// The name of `d`'s object in the `blobcore` module (`bool_` for bool,
 /// as NumPy spells its scalar type; the dtype's name otherwise).
@@ -68,11 +68,11 @@ fn load(py: Python<'_>, ml: bool) -> PyResult<Objects> {
 }
 
 fn numpy_objects(py: Python<'_>) -> PyResult<&Objects> {
-    NUMPY.get_or_try_init(py, || load(py, false))
+    NUMPY.get_or_try_make(|| load(py, false))
 }
 
 fn ml_objects(py: Python<'_>) -> PyResult<&Objects> {
-    ML.get_or_try_init(py, || load(py, true))
+    ML.get_or_try_make(|| load(py, true))
 }
 
 /// The dtype in `o` whose object or scalar type `obj` is.
@@ -84,7 +84,7 @@ fn find(py: Python<'_>, o: &Objects, obj: &Bound<'_, PyAny>) -> Option<DType> {
 /// ml_dtypes is imported. (The markers made without ml_dtypes are found
 /// by name instead: see [`by_identity`]'s callers.)
 pub(crate) fn ml_reachable(py: Python<'_>) -> PyResult<bool> {
-    Ok(ML.get(py).is_some() || py.import("sys")?.getattr("modules")?.contains("ml_dtypes")?)
+    Ok(ML.get().is_some() || py.import("sys")?.getattr("modules")?.contains("ml_dtypes")?)
 }
 
 /// The dtype whose object (`bc.float32` ...) or scalar type

@@ -4,7 +4,7 @@
 //! for an error code and raises it with the core's message.
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+use blobcore::first_use::FirstUse;
 use pyo3::types::PyType;
 
 /// A core error on its way to Python.
@@ -35,11 +35,11 @@ fn class_name(code: i32) -> &'static str {
     }
 }
 
-static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static ERRORS: FirstUse<Py<PyModule>> = FirstUse::new();
 
 /// The exception class `name` from `blobcore._errors`.
 pub fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
-    let m = ERRORS.get_or_try_init(py, || py.import("blobcore._errors").map(Bound::unbind))?;
+    let m = ERRORS.get_or_try_make(|| py.import("blobcore._errors").map(Bound::unbind))?;
     Ok(m.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 

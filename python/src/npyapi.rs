@@ -10,7 +10,7 @@
 use blobcore::{DType, Scalar};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+use blobcore::first_use::FirstUse;
 use std::os::raw::{c_int, c_void};
 
 type ScalarFn = unsafe extern "C" fn(*mut c_void, *mut ffi::PyObject, *mut ffi::PyObject) -> *mut ffi::PyObject;
@@ -34,12 +34,12 @@ struct Api {
     generic: Py<pyo3::types::PyType>,
 }
 
-static API: PyOnceLock<Option<Api>> = PyOnceLock::new();
+static API: FirstUse<Option<Api>> = FirstUse::new();
 
 /// ml_dtypes' dtypes (bfloat16, float8) as [`Api::descrs`] holds NumPy's:
 /// loaded when first needed, since importing ml_dtypes takes most of a
 /// second (see `crate::dtypes`).
-static ML_DESCRS: PyOnceLock<Vec<Option<Py<PyAny>>>> = PyOnceLock::new();
+static ML_DESCRS: FirstUse<Vec<Option<Py<PyAny>>>> = FirstUse::new();
 
 /// The dtype objects of `DType::ALL` that are NumPy dtypes, those that
 /// ml_dtypes has (`ml`) or those it has not; None for the others.
@@ -58,7 +58,7 @@ fn descr_objects(py: Python<'_>, ml: bool) -> PyResult<Vec<Option<Py<PyAny>>>> {
 }
 
 fn ml_descrs(py: Python<'_>) -> PyResult<&Vec<Option<Py<PyAny>>>> {
-    ML_DESCRS.get_or_try_init(py, || descr_objects(py, true))
+    ML_DESCRS.get_or_try_make(|| descr_objects(py, true))
 }
 
 fn load(py: Python<'_>) -> PyResult<Option<Api>> {
@@ -91,7 +91,7 @@ fn load(py: Python<'_>) -> PyResult<Option<Api>> {
 }
 
 fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
-    Ok(API.get_or_try_init(py, || load(py))?.as_ref())
+    Ok(API.get_or_try_make(|| load(py))?.as_ref())
 }
 
 fn descr(api: &Api, py: Python<'_>, d: DType) -> PyResult<Option<*mut ffi::PyObject>> {

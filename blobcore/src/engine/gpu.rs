@@ -201,11 +201,13 @@ fn cbuf(b: &DevBuf) -> Result<&CudaMem> {
 impl Gpu {
     /// Opens a wgpu adapter (see [`crate::Engine::gpu`]).
     pub(crate) fn open(hint: Option<&str>) -> Result<Gpu> {
+        let _counted = super::opening::begin("a GPU engine")?;
         Ok(Gpu::of(Backend::Wgpu(Box::new(Wgpu::open(hint)?))))
     }
 
     /// Opens CUDA device `ordinal` (see [`crate::Engine::cuda`]).
     pub(crate) fn open_cuda(ordinal: usize) -> Result<Gpu> {
+        let _counted = super::opening::begin("a CUDA engine")?;
         Ok(Gpu::of(Backend::Cuda(Box::new(Cuda::open(ordinal)?))))
     }
 

@@ -7,19 +7,23 @@ pub mod adapter;
 pub mod cpu;
 pub mod cuda;
 pub mod gpu;
+mod opening;
 mod wgpu_device;
 pub(crate) mod pool;
 
 use std::fmt;
-use std::sync::{Arc, OnceLock, RwLock};
+use crate::first_use::FirstUse;
+use std::sync::{Arc, RwLock};
 
 /// What [`Engine::default_engine`] returns, once chosen.
 static DEFAULT: RwLock<Option<Engine>> = RwLock::new(None);
 /// True once [`Engine::set_default`] has run: until then (the usual case)
 /// [`Engine::default_engine`] does not take `DEFAULT`'s lock.
 static DEFAULT_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The engine `BLOBCORE_ENGINE` names, opened on first use.
-static FROM_ENV: OnceLock<crate::Result<Engine>> = OnceLock::new();
+/// The engine `BLOBCORE_ENGINE` names, opened on first use. Threads that
+/// race for it may each open one (one is kept); none waits for another, so
+/// a child forked while a thread was opening it opens its own.
+static FROM_ENV: FirstUse<crate::Result<Engine>> = FirstUse::new();
 
 /// What kind of engine this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -144,7 +148,7 @@ impl Engine {
             }
         }
         FROM_ENV
-            .get_or_init(|| match std::env::var("BLOBCORE_ENGINE").as_deref() {
+            .get_or_make(|| match std::env::var("BLOBCORE_ENGINE").as_deref() {
                 Err(_) | Ok("") | Ok("cpu") => Ok(Engine::cpu()),
                 Ok("gpu") => Engine::gpu(None),
                 Ok("cuda") => Engine::cuda(0),

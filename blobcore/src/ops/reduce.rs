@@ -103,8 +103,8 @@ fn lanes<T: Element>(x: &[T], f: impl Fn(f64) -> f64) -> f64 {
 
 #[cfg(target_arch = "x86_64")]
 fn avx2() -> bool {
-    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+    // `std` detects it once and keeps the answer in an atomic.
+    is_x86_feature_detected!("avx2")
 }
 
 fn reduce<T: Element>(x: &[T], f: impl Fn(f64) -> f64 + Sync + Send + Copy) -> f64 {

@@ -41,10 +41,11 @@ impl Tuning {
     #[cfg(test)]
     pub(super) const ALL: [Tuning; 2] = [Tuning::Square, Tuning::LongReads];
 
-    /// The tuning of the processor this process runs on (looked up once).
+    /// The tuning of the processor this process runs on (looked up once;
+    /// never waited for, so no fork can leave it half made).
     pub(super) fn host() -> Tuning {
-        static HOST: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
-        *HOST.get_or_init(|| if is_amd() { Tuning::LongReads } else { Tuning::Square })
+        static HOST: crate::first_use::FirstUse<Tuning> = crate::first_use::FirstUse::new();
+        *HOST.get_or_make(|| if is_amd() { Tuning::LongReads } else { Tuning::Square })
     }
 
     /// A tile of runs of `run_bytes` (each contiguous on both sides):

@@ -12,18 +12,16 @@ pub(crate) use interleave::{deinterleave_regs, interleave_regs};
 pub(crate) use stream::{run, stream_copy, stream_fill, stream_merge, stream_rows, stream_split, MERGE_PARTS};
 pub(crate) use tiles::{packed_scratch, runs32, tile_f32};
 use std::arch::x86_64::_mm_sfence;
-use std::sync::OnceLock;
 
-/// Whether the CPU has AVX (detected once).
+/// Whether the CPU has AVX (`std` detects it once and keeps the answer in
+/// an atomic: one load, no lock a fork could catch).
 pub(crate) fn has_avx() -> bool {
-    static AVX: OnceLock<bool> = OnceLock::new();
-    *AVX.get_or_init(|| is_x86_feature_detected!("avx"))
+    is_x86_feature_detected!("avx")
 }
 
-/// Whether the CPU has AVX2 (detected once).
+/// Whether the CPU has AVX2 (detected once, as [`has_avx`]).
 pub(crate) fn has_avx2() -> bool {
-    static AVX2: OnceLock<bool> = OnceLock::new();
-    *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+    is_x86_feature_detected!("avx2")
 }
 
 /// Orders earlier non-temporal stores before what follows (they are
