@@ -207,7 +207,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_child_forked_mid_make_makes_its_own() {
-        use std::time::{Duration, Instant};
+        use std::time::Duration;
         static CELL: FirstUse<u32> = FirstUse::new();
         let started = Arc::new(Barrier::new(2));
         let maker = {
@@ -221,34 +221,9 @@ mod tests {
             })
         };
         started.wait();
-        // SAFETY: the child runs only `get_or_make` (an allocation, which
-        // glibc's fork leaves usable) and `_exit`.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let v = *CELL.get_or_make(|| 2);
-            // SAFETY: ends the child without the parent's exit handlers.
-            unsafe { libc::_exit(if v == 2 { 0 } else { 1 }) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut status = 0;
-        let hung = loop {
-            // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                break false;
-            }
-            if Instant::now() > deadline {
-                // SAFETY: as above; the child is killed and reaped.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
-                }
-                break true;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        assert!(!hung, "the forked child waited for a maker it does not have");
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child did not make its own value");
+        let child = crate::fork_child::in_child(10, || if *CELL.get_or_make(|| 2) == 2 { 0 } else { 1 });
+        assert_ne!(child, None, "the forked child waited for a maker it does not have");
+        assert_eq!(child, Some(0), "the child did not make its own value");
         assert_eq!(maker.join().unwrap(), 1);
         assert_eq!(CELL.get(), Some(&1));
     }

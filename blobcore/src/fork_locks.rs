@@ -140,7 +140,6 @@ mod handlers {
 pub(crate) mod tests {
     use super::*;
     use std::sync::{Arc, RwLock};
-    use std::time::{Duration, Instant};
 
     /// Forks `forks` times while `busy` runs in a loop on another thread;
     /// each child runs `child` and exits 0 when it returns true. Returns
@@ -157,37 +156,13 @@ pub(crate) mod tests {
         };
         let mut hung = 0;
         for _ in 0..forks {
-            // SAFETY: the child runs only `child` (the library's own locks
-            // and the allocator, which glibc's fork leaves usable) and `_exit`.
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0, "fork failed");
-            if pid == 0 {
-                let ok = child();
-                // SAFETY: ends the child without the parent's exit handlers.
-                unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-            }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let mut status = 0;
-            loop {
-                // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-                let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-                if r == pid {
-                    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child failed");
-                    break;
-                }
-                if Instant::now() > deadline {
-                    // SAFETY: as above; the child is killed and reaped.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                        libc::waitpid(pid, &mut status, 0);
-                    }
+            match crate::fork_child::in_child(10, || if child() { 0 } else { 1 }) {
+                Some(0) => {}
+                Some(_) => panic!("the child failed"),
+                None => {
                     hung += 1;
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if hung > 0 {
-                break;
             }
         }
         stop.store(true, Ordering::Relaxed);

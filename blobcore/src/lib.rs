@@ -45,6 +45,8 @@ pub mod boolean;
 pub(crate) mod convert;
 pub(crate) mod file_alias;
 pub mod first_use;
+#[cfg(all(test, unix))]
+pub(crate) mod fork_child;
 pub mod fork_locks;
 pub mod buffer;
 pub mod dtype;

@@ -7,28 +7,10 @@
 //! (Its own test binary: the variable is read once per process.)
 
 use blobcore::{Blob, DType, Engine};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// The child's exit status, or None when it ran past `secs` and was killed.
-fn wait_child(pid: libc::pid_t, secs: u64) -> Option<i32> {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let mut status = 0;
-    loop {
-        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-            return libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-        }
-        if Instant::now() > deadline {
-            // SAFETY: as above; the child is killed and reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+#[path = "../src/fork_child.rs"]
+mod fork_child;
 
 #[test]
 fn a_child_forked_while_the_default_gpu_opens_gets_an_answer() {
@@ -43,13 +25,9 @@ fn a_child_forked_while_the_default_gpu_opens_gets_an_answer() {
     let opener = std::thread::spawn(|| Engine::default_engine().map(|e| e.is_gpu()));
     // Fork about a quarter into the opening (77 ms on lavapipe on the 2-core VM).
     std::thread::sleep(open_took / 4);
-    // SAFETY: the child runs blobcore calls on this thread only and leaves
-    // through `_exit` (no test-harness code, no atexit handlers).
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
+    let child = fork_child::in_child(30, || {
         let forked = |e: &blobcore::Error| e.code() == 10 && e.to_string().contains("fork");
-        let code = match Engine::default_engine() {
+        match Engine::default_engine() {
             // Forked mid-opening: the child's own opening is refused.
             Err(e) if forked(&e) => 0,
             Err(_) => 1,
@@ -59,11 +37,8 @@ fn a_child_forked_while_the_default_gpu_opens_gets_an_answer() {
                 Err(e) if forked(&e) => 0,
                 _ => 3,
             },
-        };
-        // SAFETY: ends the child without unwinding into the harness.
-        unsafe { libc::_exit(code) };
-    }
-    let child = wait_child(pid, 30);
+        }
+    });
     assert_eq!(opener.join().unwrap().ok(), Some(true), "the parent's default engine is its GPU");
     assert_eq!(child, Some(0), "the child hung (None) or got an answer other than a fork error");
     // The parent's engine works.

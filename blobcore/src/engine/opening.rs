@@ -65,40 +65,10 @@ impl Drop for Opening<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
+    use crate::fork_child::in_child;
     use std::sync::{Arc, Barrier};
     use std::time::{Duration, Instant};
-
-    /// Forks, runs `child` there (its exit status: 0 for success), and
-    /// returns that status; a child that runs past 10 s is killed (None).
-    #[cfg(unix)]
-    fn in_child(child: impl FnOnce() -> i32) -> Option<i32> {
-        // SAFETY: the child runs `child` (atomics and an error message:
-        // the allocator, which glibc's fork leaves usable) and `_exit`.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let code = child();
-            // SAFETY: ends the child without the parent's exit handlers.
-            unsafe { libc::_exit(code) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut status = 0;
-        loop {
-            // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                return libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-            }
-            if Instant::now() > deadline {
-                // SAFETY: as above; the child is killed and reaped.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
-                }
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
 
     #[test]
     fn opens_on_many_threads_are_counted_and_released() {
@@ -144,7 +114,7 @@ mod tests {
             })
         };
         inside.wait();
-        let refused = in_child(|| match begin_on(&OPENS, "the test's device") {
+        let refused = in_child(10, || match begin_on(&OPENS, "the test's device") {
             Err(e) if e.code() == 10 && e.to_string().contains("forked") && e.to_string().contains("the test's device") => 0,
             Err(_) => 1,
             Ok(_) => 2,
@@ -152,7 +122,7 @@ mod tests {
         assert_eq!(refused, Some(0), "a child forked mid-open opened a device (2), or failed otherwise (1)");
         done.wait();
         opener.join().unwrap();
-        let opened = in_child(|| match begin_on(&OPENS, "a device") {
+        let opened = in_child(10, || match begin_on(&OPENS, "a device") {
             Ok(o) => {
                 drop(o);
                 let me = u64::from(std::process::id());
@@ -182,7 +152,7 @@ mod tests {
             }
             std::hint::spin_loop();
         }
-        let child = in_child(|| match crate::Engine::gpu(None) {
+        let child = in_child(10, || match crate::Engine::gpu(None) {
             Err(e) if e.code() == 10 && e.to_string().contains("forked") => 0,
             Err(_) => 1,
             Ok(_) => 2,
