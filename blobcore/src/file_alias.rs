@@ -13,6 +13,7 @@
 //! the file's bytes, so saying it shares them is the safe answer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::fork_locks::HeldAcrossFork;
 use std::sync::RwLock;
 
 /// One registered map: `len` bytes from `start` show the bytes of file
@@ -30,20 +31,17 @@ struct Registry {
     next_file: u64,
 }
 
-static REGISTRY: RwLock<Registry> = RwLock::new(Registry { maps: Vec::new(), next_file: 1 });
+/// Held across forks: a child whose parent forked mid-update would
+/// otherwise wait for ever on its next map.
+static REGISTRY: HeldAcrossFork<RwLock<Registry>> =
+    HeldAcrossFork::new(crate::fork_locks::CORE_RANK + 1, RwLock::new(Registry { maps: Vec::new(), next_file: 1 }));
 /// How many maps are registered: 0 lets `canonical` skip the lock.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 
 // Every critical section leaves the registry consistent: a poisoned lock
 // is taken over.
 fn registry() -> std::sync::RwLockWriteGuard<'static, Registry> {
-    // Held across forks: a child whose parent forked mid-update would
-    // otherwise wait for ever on its next map.
-    static HELD_ACROSS_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    crate::fork_locks::hold_across_fork(&HELD_ACROSS_FORK, crate::fork_locks::CORE_RANK + 1, || {
-        Box::new(REGISTRY.write().unwrap_or_else(|e| e.into_inner()))
-    });
-    REGISTRY.write().unwrap_or_else(|e| e.into_inner())
+    REGISTRY.get().write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Registers `len` bytes at `start` as a map of the file `key` (device,
@@ -81,7 +79,7 @@ pub(crate) fn canonical(addr: usize) -> u128 {
     if COUNT.load(Ordering::Acquire) == 0 {
         return addr as u128;
     }
-    let r = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    let r = REGISTRY.get().read().unwrap_or_else(|e| e.into_inner());
     // The last map starting at or below `addr`, if it reaches it.
     let at = r.maps.partition_point(|m| m.start <= addr);
     match at.checked_sub(1).map(|i| &r.maps[i]).filter(|m| addr - m.start < m.len) {

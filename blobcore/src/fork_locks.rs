@@ -5,8 +5,9 @@
 //! held at that moment (a C program's handle table while a worker thread
 //! creates a blob, the registry of mapped files while a thread maps one)
 //! stays locked in the child for ever: its next call that needs the table
-//! waits for a thread it does not have. So every such lock is registered
-//! here, and a `pthread_atfork` handler takes them all before the fork —
+//! waits for a thread it does not have. So every such lock is a
+//! [`HeldAcrossFork`], registered here on its first use, and a
+//! `pthread_atfork` handler takes them all before the fork —
 //! waiting for the threads that hold them to finish their short critical
 //! sections — and releases them in parent and child after it. The child
 //! gets whole tables (its maps and memory are inherited, so are their
@@ -30,40 +31,87 @@
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 /// The core's own tables rank from here up. A caller's lock that is held
 /// while it calls into the core ranks below.
 pub const CORE_RANK: u32 = 1_000;
 
-/// Takes one registered lock and returns its guard (boxed: locks of every
-/// type are held in one list).
-pub type Take = fn() -> Box<dyn Any>;
+/// A lock the fork handler can hold: a [`Mutex`], or an [`RwLock`] (held
+/// for writing). A poisoned lock is held too: the tables' critical
+/// sections leave them consistent.
+pub trait Holdable: Sync {
+    /// Takes the lock and returns its guard (boxed: locks of every type
+    /// are held in one list).
+    fn hold(&'static self) -> Box<dyn Any>;
+}
+
+impl<T: Send + 'static> Holdable for Mutex<T> {
+    fn hold(&'static self) -> Box<dyn Any> {
+        Box::new(self.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl<T: Send + Sync + 'static> Holdable for RwLock<T> {
+    fn hold(&'static self) -> Box<dyn Any> {
+        Box::new(self.write().unwrap_or_else(PoisonError::into_inner))
+    }
+}
 
 /// The registered locks, sorted by rank.
-static LOCKS: Mutex<Vec<(u32, Take)>> = Mutex::new(Vec::new());
+static LOCKS: Mutex<Vec<(u32, &'static dyn Holdable)>> = Mutex::new(Vec::new());
 
-/// Registers a process-wide lock to be held across every later `fork` of
-/// the process, the first time it is called with `registered` (a flag of
-/// the lock's own, false until then): `take` locks it and returns the
-/// guard, which is dropped (unlocking it) in parent and child once the
-/// fork is done. Lower ranks are taken first (see the module's docs).
-/// Call it before every use of the lock; after the first, it is one
-/// atomic load. (No `Once` here: a `Once` caught running by a fork would
-/// stay running in the child, and wait for ever.)
-pub fn hold_across_fork(registered: &'static AtomicBool, rank: u32, take: Take) {
-    if registered.load(Ordering::Acquire) {
-        return;
+/// A process-wide lock held across every `fork` of the process: the
+/// handler takes it before the fork (waiting for a thread in its critical
+/// section to finish) and releases it in parent and child after. It is
+/// reached only through [`HeldAcrossFork::get`], which registers it on
+/// first use, so no use can come before its registration. Lower ranks are
+/// taken first (see the module's docs).
+///
+/// ```
+/// use blobcore::fork_locks::{HeldAcrossFork, CORE_RANK};
+/// use std::sync::Mutex;
+/// static TABLE: HeldAcrossFork<Mutex<Vec<u32>>> = HeldAcrossFork::new(CORE_RANK + 100, Mutex::new(Vec::new()));
+/// TABLE.get().lock().unwrap().push(1);
+/// ```
+pub struct HeldAcrossFork<L: 'static> {
+    lock: L,
+    rank: u32,
+    /// False until the lock is in [`LOCKS`]. (No `Once` here: a `Once`
+    /// caught running by a fork would stay running in the child, and wait
+    /// for ever.)
+    registered: AtomicBool,
+}
+
+impl<L> HeldAcrossFork<L> {
+    /// `lock`, to be held across forks at `rank`.
+    pub const fn new(rank: u32, lock: L) -> Self {
+        HeldAcrossFork { lock, rank, registered: AtomicBool::new(false) }
     }
-    #[cfg(all(unix, not(miri)))]
-    handlers::install();
-    let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-    if registered.load(Ordering::Acquire) {
-        return;
+}
+
+impl<L: Holdable> HeldAcrossFork<L> {
+    /// The lock, registered with the fork handler (after the first call,
+    /// one atomic load).
+    pub fn get(&'static self) -> &'static L {
+        if !self.registered.load(Ordering::Acquire) {
+            self.register();
+        }
+        &self.lock
     }
-    let at = locks.partition_point(|(r, _)| *r <= rank);
-    locks.insert(at, (rank, take));
-    registered.store(true, Ordering::Release);
+
+    #[cold]
+    fn register(&'static self) {
+        #[cfg(all(unix, not(miri)))]
+        handlers::install();
+        let mut locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.registered.load(Ordering::Acquire) {
+            return;
+        }
+        let at = locks.partition_point(|(r, _)| *r <= self.rank);
+        locks.insert(at, (self.rank, &self.lock));
+        self.registered.store(true, Ordering::Release);
+    }
 }
 
 #[cfg(all(unix, not(miri)))]
@@ -81,10 +129,10 @@ mod handlers {
     extern "C" fn prepare() {
         // The list's lock is held too: a registration cannot slip between.
         let locks = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-        let takes: Vec<super::Take> = locks.iter().map(|(_, t)| *t).collect();
+        let takes: Vec<&'static dyn super::Holdable> = locks.iter().map(|(_, l)| *l).collect();
         let mut held: Vec<Box<dyn Any>> = Vec::with_capacity(takes.len() + 1);
         held.push(Box::new(locks));
-        held.extend(takes.iter().map(|take| take()));
+        held.extend(takes.iter().map(|lock| lock.hold()));
         // A thread being torn down has no slot for them: it forks without
         // the locks (as it would without these handlers).
         let _ = HELD.try_with(|h| *h.borrow_mut() = held);
@@ -139,7 +187,7 @@ mod handlers {
 #[cfg(all(test, unix))]
 pub(crate) mod tests {
     use super::*;
-    use std::sync::{Arc, RwLock};
+    use std::sync::Arc;
 
     /// Forks `forks` times while `busy` runs in a loop on another thread;
     /// each child runs `child` and exits 0 when it returns true. Returns
@@ -170,24 +218,20 @@ pub(crate) mod tests {
         hung
     }
 
-    static OUTER: RwLock<u64> = RwLock::new(0);
-    static INNER: Mutex<u64> = Mutex::new(0);
+    // OUTER is held while INNER is taken (as the C API's handle table is
+    // held while the core works), so it ranks lower.
+    static OUTER: HeldAcrossFork<RwLock<u64>> = HeldAcrossFork::new(10, RwLock::new(0));
+    static INNER: HeldAcrossFork<Mutex<u64>> = HeldAcrossFork::new(CORE_RANK + 50, Mutex::new(0));
 
     #[cfg_attr(miri, ignore = "Miri runs no fork")]
     #[test]
     fn nested_locks_are_free_in_a_child() {
-        // OUTER is held while INNER is taken (as the C API's handle table is
-        // held while the core works), so it ranks lower.
-        static OUTER_HELD: AtomicBool = AtomicBool::new(false);
-        static INNER_HELD: AtomicBool = AtomicBool::new(false);
         fn both() -> bool {
-            hold_across_fork(&OUTER_HELD, 10, || Box::new(OUTER.write().unwrap_or_else(PoisonError::into_inner)));
-            hold_across_fork(&INNER_HELD, CORE_RANK + 50, || Box::new(INNER.lock().unwrap_or_else(PoisonError::into_inner)));
-            let mut o = OUTER.write().unwrap_or_else(PoisonError::into_inner);
+            let mut o = OUTER.get().write().unwrap_or_else(PoisonError::into_inner);
             *o += 1;
-            *INNER.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+            *INNER.get().lock().unwrap_or_else(PoisonError::into_inner) += 1;
             drop(o);
-            let _r = OUTER.read().unwrap_or_else(PoisonError::into_inner);
+            let _r = OUTER.get().read().unwrap_or_else(PoisonError::into_inner);
             true
         }
         both();

@@ -162,16 +162,13 @@ type Registry = Vec<((u64, u64), std::sync::Weak<Storage>)>;
 /// The registry of this process, held across `fork` (see
 /// [`crate::fork_locks`]): a child inherits the maps, so the entries too.
 #[cfg(unix)]
-static REGISTRY: std::sync::Mutex<Registry> = std::sync::Mutex::new(Vec::new());
+static REGISTRY: crate::fork_locks::HeldAcrossFork<std::sync::Mutex<Registry>> =
+    crate::fork_locks::HeldAcrossFork::new(crate::fork_locks::CORE_RANK + 2, std::sync::Mutex::new(Vec::new()));
 
 #[cfg(unix)]
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    static HELD_ACROSS_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    crate::fork_locks::hold_across_fork(&HELD_ACROSS_FORK, crate::fork_locks::CORE_RANK + 2, || {
-        Box::new(REGISTRY.lock().unwrap_or_else(|e| e.into_inner()))
-    });
     // Every critical section leaves the map consistent: a poisoned lock is taken over.
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    REGISTRY.get().lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(unix)]

@@ -18,15 +18,12 @@ use std::sync::{Mutex, PoisonError};
 
 /// Live buffers by address. `None` once the last one is freed, so nothing
 /// stays allocated (valgrind's leak check sees an empty process).
-static LIVE: Mutex<Option<BTreeMap<usize, Pages>>> = Mutex::new(None);
+static LIVE: blobcore::fork_locks::HeldAcrossFork<Mutex<Option<BTreeMap<usize, Pages>>>> =
+    blobcore::fork_locks::HeldAcrossFork::new(crate::handles::fork_rank::BYTE_BUFFERS, Mutex::new(None));
 
 /// [`LIVE`], held across `fork` (see [`crate::handles::fork_rank`]).
 fn live() -> &'static Mutex<Option<BTreeMap<usize, Pages>>> {
-    static HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    blobcore::fork_locks::hold_across_fork(&HELD, crate::handles::fork_rank::BYTE_BUFFERS, || {
-        Box::new(LIVE.lock().unwrap_or_else(PoisonError::into_inner))
-    });
-    &LIVE
+    LIVE.get()
 }
 
 /// Copies `bytes` into a new buffer for C; returns its address.

@@ -7,8 +7,8 @@
 use blobcore::{Engine, Error};
 use crate::tokens;
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
-use std::sync::{PoisonError, RwLock};
+use blobcore::fork_locks::HeldAcrossFork;
+use std::sync::RwLock;
 
 /// An n-dimensional blob (opaque; created by `blob_create_*`, freed by `blob_free`).
 pub struct Blob {
@@ -22,8 +22,9 @@ pub struct BlobEngine {
 
 /// Live handles by token. (A BTreeMap rather than a HashMap: its static
 /// allocations stay "still reachable" for valgrind instead of "possibly lost".)
-static BLOBS: RwLock<BTreeMap<usize, blobcore::Blob>> = RwLock::new(BTreeMap::new());
-static ENGINES: RwLock<BTreeMap<usize, Engine>> = RwLock::new(BTreeMap::new());
+/// Both are held across `fork` (see [`fork_rank`]).
+static BLOBS: HeldAcrossFork<RwLock<BTreeMap<usize, blobcore::Blob>>> = HeldAcrossFork::new(fork_rank::BLOBS, RwLock::new(BTreeMap::new()));
+static ENGINES: HeldAcrossFork<RwLock<BTreeMap<usize, Engine>>> = HeldAcrossFork::new(fork_rank::ENGINES, RwLock::new(BTreeMap::new()));
 
 /// The C API's process-wide tables are held across `fork` (see
 /// [`blobcore::fork_locks`]): a child forked while another thread held one
@@ -43,19 +44,11 @@ pub(crate) mod fork_rank {
 }
 
 fn blobs() -> &'static RwLock<BTreeMap<usize, blobcore::Blob>> {
-    static HELD: AtomicBool = AtomicBool::new(false);
-    blobcore::fork_locks::hold_across_fork(&HELD, fork_rank::BLOBS, || {
-        Box::new(BLOBS.write().unwrap_or_else(PoisonError::into_inner))
-    });
-    &BLOBS
+    BLOBS.get()
 }
 
 fn engines() -> &'static RwLock<BTreeMap<usize, Engine>> {
-    static HELD: AtomicBool = AtomicBool::new(false);
-    blobcore::fork_locks::hold_across_fork(&HELD, fork_rank::ENGINES, || {
-        Box::new(ENGINES.write().unwrap_or_else(PoisonError::into_inner))
-    });
-    &ENGINES
+    ENGINES.get()
 }
 
 /// Issues a new handle for `b`.

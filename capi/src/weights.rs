@@ -12,8 +12,7 @@ use crate::status::{ffi, out, path, put, text};
 use blobcore::Error;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::atomic::AtomicBool;
-use std::sync::{PoisonError, RwLock};
+use std::sync::RwLock;
 
 /// An ordered map of names to blobs with string metadata (opaque; from
 /// `blob_map_create`, `blob_load_safetensors` or `blob_load_caffemodel`,
@@ -46,15 +45,12 @@ impl Held {
     }
 }
 
-static MAPS: RwLock<BTreeMap<usize, Held>> = RwLock::new(BTreeMap::new());
+static MAPS: blobcore::fork_locks::HeldAcrossFork<RwLock<BTreeMap<usize, Held>>> =
+    blobcore::fork_locks::HeldAcrossFork::new(handles::fork_rank::MAPS, RwLock::new(BTreeMap::new()));
 
 /// [`MAPS`], held across `fork` (see [`handles::fork_rank`]).
 fn maps() -> &'static RwLock<BTreeMap<usize, Held>> {
-    static HELD: AtomicBool = AtomicBool::new(false);
-    blobcore::fork_locks::hold_across_fork(&HELD, handles::fork_rank::MAPS, || {
-        Box::new(MAPS.write().unwrap_or_else(PoisonError::into_inner))
-    });
-    &MAPS
+    MAPS.get()
 }
 
 fn issue(map: blobcore::BlobMap) -> *mut BlobMap {

@@ -13,10 +13,12 @@ pub(crate) mod pool;
 
 use std::fmt;
 use crate::first_use::FirstUse;
+use crate::fork_locks::HeldAcrossFork;
 use std::sync::{Arc, RwLock};
 
 /// What [`Engine::default_engine`] returns, once chosen.
-static DEFAULT: RwLock<Option<Engine>> = RwLock::new(None);
+/// Held across forks (it is read only once it has been set).
+static DEFAULT: HeldAcrossFork<RwLock<Option<Engine>>> = HeldAcrossFork::new(crate::fork_locks::CORE_RANK, RwLock::new(None));
 /// True once [`Engine::set_default`] has run: until then (the usual case)
 /// [`Engine::default_engine`] does not take `DEFAULT`'s lock.
 static DEFAULT_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -143,7 +145,7 @@ impl Engine {
     /// named there but missing is `Error::Device` here.
     pub fn default_engine() -> crate::Result<Engine> {
         if DEFAULT_SET.load(std::sync::atomic::Ordering::Acquire) {
-            if let Some(e) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            if let Some(e) = DEFAULT.get().read().unwrap_or_else(|p| p.into_inner()).as_ref() {
                 return Ok(e.clone());
             }
         }
@@ -166,12 +168,7 @@ impl Engine {
 
     /// Makes `engine` the default engine (see [`Engine::default_engine`]).
     pub fn set_default(engine: &Engine) {
-        // Held across forks (the lock is read only once it has been set).
-        static HELD_ACROSS_FORK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        crate::fork_locks::hold_across_fork(&HELD_ACROSS_FORK, crate::fork_locks::CORE_RANK, || {
-            Box::new(DEFAULT.write().unwrap_or_else(|p| p.into_inner()))
-        });
-        let old = DEFAULT.write().unwrap_or_else(|p| p.into_inner()).replace(engine.clone());
+        let old = DEFAULT.get().write().unwrap_or_else(|p| p.into_inner()).replace(engine.clone());
         DEFAULT_SET.store(true, std::sync::atomic::Ordering::Release);
         // The engine it replaced goes after the lock: its last drop may
         // tear a device down.
