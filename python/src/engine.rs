@@ -22,29 +22,32 @@ impl PyEngine {
 
     /// A GPU engine on the adapter whose name contains ``adapter`` (any
     /// adapter when None). Raises ``DeviceError`` when there is none.
+    /// The GIL is released while the device opens (tens to hundreds of
+    /// milliseconds).
     #[staticmethod]
     #[pyo3(signature = (adapter=None))]
-    fn gpu(adapter: Option<&str>) -> PyResult<Self> {
-        Ok(PyEngine { e: core(Engine::gpu(adapter))? })
+    fn gpu(py: Python<'_>, adapter: Option<&str>) -> PyResult<Self> {
+        Ok(PyEngine { e: core(py.detach(|| Engine::gpu(adapter)))? })
     }
 
     /// A CUDA engine on NVIDIA GPU ``device`` (0 is the first), through
     /// the CUDA driver loaded at run time. Raises ``DeviceError`` on a
     /// machine without a CUDA driver or without that GPU. Each call opens
     /// a new engine with its own stream and compiles its kernels (about a
-    /// tenth of a second): make one and keep it.
+    /// tenth of a second, with the GIL released): make one and keep it.
     #[staticmethod]
     #[pyo3(signature = (device=0))]
-    fn cuda(device: usize) -> PyResult<Self> {
-        Ok(PyEngine { e: core(Engine::cuda(device))? })
+    fn cuda(py: Python<'_>, device: usize) -> PyResult<Self> {
+        Ok(PyEngine { e: core(py.detach(|| Engine::cuda(device)))? })
     }
 
     /// Every GPU adapter wgpu finds, as ``(name, kind, backend, driver)``
     /// tuples; kind is "discrete", "integrated", "virtual", "other" or
     /// "software". ``Engine.gpu()`` opens a hardware one when there is one.
     #[staticmethod]
-    fn adapters() -> Vec<(String, &'static str, String, String)> {
-        blobcore::engine::gpu::adapters().into_iter().map(|a| (a.name, a.kind.name(), a.backend, a.driver)).collect()
+    fn adapters(py: Python<'_>) -> Vec<(String, &'static str, String, String)> {
+        // The driver is asked with the GIL released.
+        py.detach(blobcore::engine::gpu::adapters).into_iter().map(|a| (a.name, a.kind.name(), a.backend, a.driver)).collect()
     }
 
     /// True for a GPU engine on a software adapter (lavapipe, llvmpipe,

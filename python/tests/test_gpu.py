@@ -18,6 +18,36 @@ def gpu():
         pytest.skip(f"no GPU adapter: {e}")
 
 
+def test_opening_a_gpu_releases_the_gil(gpu):
+    # Another Python thread runs while Engine.gpu() opens a device (tens to
+    # hundreds of milliseconds): it stamps the time in a loop, and some of
+    # its stamps fall in the middle half of the open. With the GIL held
+    # through the open, none could.
+    import threading
+    import time
+
+    stamps, stop = [], threading.Event()
+
+    def stamp():
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=stamp)
+    t.start()
+    try:
+        while not stamps:
+            time.sleep(0.001)
+        t0 = time.perf_counter()
+        bc.Engine.gpu()
+        t1 = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+    lo, hi = t0 + (t1 - t0) / 4, t1 - (t1 - t0) / 4
+    inside = [s for s in stamps if lo < s < hi]
+    assert inside, f"no other thread ran during the {1e3 * (t1 - t0):.0f} ms open"
+
+
 def test_engine_and_heads(gpu):
     assert gpu.name == "gpu" and gpu.adapter
     b = bc.Blob.tensor([4, 5], engine=gpu)
