@@ -24,7 +24,8 @@ static DEFAULT: HeldAcrossFork<RwLock<Option<Engine>>> = HeldAcrossFork::new(cra
 static DEFAULT_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The engine `BLOBCORE_ENGINE` names, opened on first use. Threads that
 /// race for it may each open one (one is kept); none waits for another, so
-/// a child forked while a thread was opening it opens its own.
+/// a child forked while a thread was opening it tries its own (and gets
+/// the fork's `Error::Device` for a GPU: see `opening`).
 static FROM_ENV: FirstUse<crate::Result<Engine>> = FirstUse::new();
 
 /// What kind of engine this is.

@@ -146,7 +146,11 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(60);
         // Wait until a thread of this process is inside an open (this one,
         // or another test's).
-        while OPENS.load(Ordering::Acquire) & 0xffff_ffff == 0 || OPENS.load(Ordering::Acquire) >> 32 != me {
+        loop {
+            let opens = OPENS.load(Ordering::Acquire);
+            if opens >> 32 == me && opens & 0xffff_ffff > 0 {
+                break;
+            }
             if opener.is_finished() || Instant::now() > deadline {
                 return; // no adapter here (the open failed at once), or it was too quick to catch
             }
