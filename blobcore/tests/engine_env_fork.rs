@@ -2,7 +2,7 @@
 //! `BLOBCORE_ENGINE` names gets an answer from `Engine::default_engine`,
 //! never a wait: the engine is made on first use without a lock
 //! (`blobcore::first_use`), so the child does not wait for an opening it
-//! does not have, and its own opening is refused (`engine::opening`)
+//! does not have, and its own opening is refused (`engine::in_driver`)
 //! before it reaches a driver whose state the fork copied half changed.
 //! (Its own test binary: the variable is read once per process.)
 

@@ -7,8 +7,9 @@ use blobcore::Engine;
 
 fn main() {
     let hint = std::env::args().nth(1);
-    for a in gpu::adapters() {
-        println!("adapter: {} [{}, {}] {}", a.name, a.kind.name(), a.backend, a.driver);
+    match gpu::adapters() {
+        Ok(adapters) => adapters.iter().for_each(|a| println!("adapter: {} [{}, {}] {}", a.name, a.kind.name(), a.backend, a.driver)),
+        Err(e) => println!("no adapter list: {e}"),
     }
     match Engine::gpu(hint.as_deref()) {
         Ok(e) => println!(

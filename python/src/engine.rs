@@ -45,9 +45,10 @@ impl PyEngine {
     /// tuples; kind is "discrete", "integrated", "virtual", "other" or
     /// "software". ``Engine.gpu()`` opens a hardware one when there is one.
     #[staticmethod]
-    fn adapters(py: Python<'_>) -> Vec<(String, &'static str, String, String)> {
+    fn adapters(py: Python<'_>) -> PyResult<Vec<(String, &'static str, String, String)>> {
         // The driver is asked with the GIL released.
-        py.detach(blobcore::engine::gpu::adapters).into_iter().map(|a| (a.name, a.kind.name(), a.backend, a.driver)).collect()
+        let adapters = core(py.detach(blobcore::engine::gpu::adapters))?;
+        Ok(adapters.into_iter().map(|a| (a.name, a.kind.name(), a.backend, a.driver)).collect())
     }
 
     /// True for a GPU engine on a software adapter (lavapipe, llvmpipe,

@@ -152,6 +152,9 @@ impl Counters {
 impl Drop for Gpu {
     fn drop(&mut self) {
         if !self.forked() {
+            // Closing the device reaches the driver's process-wide state
+            // (a fork meanwhile left children that hung opening their own).
+            let _counted = super::in_driver::close();
             // SAFETY: the backend is dropped here only, once, and never
             // used again. In a forked child it is left as it is: its
             // driver state is the parent's.
@@ -201,13 +204,13 @@ fn cbuf(b: &DevBuf) -> Result<&CudaMem> {
 impl Gpu {
     /// Opens a wgpu adapter (see [`crate::Engine::gpu`]).
     pub(crate) fn open(hint: Option<&str>) -> Result<Gpu> {
-        let _counted = super::opening::begin("a GPU engine")?;
+        let _counted = super::in_driver::enter("open a GPU engine")?;
         Ok(Gpu::of(Backend::Wgpu(Box::new(Wgpu::open(hint)?))))
     }
 
     /// Opens CUDA device `ordinal` (see [`crate::Engine::cuda`]).
     pub(crate) fn open_cuda(ordinal: usize) -> Result<Gpu> {
-        let _counted = super::opening::begin("a CUDA engine")?;
+        let _counted = super::in_driver::enter("open a CUDA engine")?;
         Ok(Gpu::of(Backend::Cuda(Box::new(Cuda::open(ordinal)?))))
     }
 

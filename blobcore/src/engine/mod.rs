@@ -7,7 +7,7 @@ pub mod adapter;
 pub mod cpu;
 pub mod cuda;
 pub mod gpu;
-mod opening;
+mod in_driver;
 mod wgpu_device;
 pub(crate) mod pool;
 
@@ -25,7 +25,7 @@ static DEFAULT_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// The engine `BLOBCORE_ENGINE` names, opened on first use. Threads that
 /// race for it may each open one (one is kept); none waits for another, so
 /// a child forked while a thread was opening it tries its own (and gets
-/// the fork's `Error::Device` for a GPU: see `opening`).
+/// the fork's `Error::Device` for a GPU: see `in_driver`).
 static FROM_ENV: FirstUse<crate::Result<Engine>> = FirstUse::new();
 
 /// What kind of engine this is.

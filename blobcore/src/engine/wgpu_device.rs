@@ -78,8 +78,14 @@ fn describe(a: &wgpu::Adapter) -> AdapterInfo {
 /// Every GPU adapter wgpu finds on this machine, in its order, hardware and
 /// software alike ([`crate::Engine::gpu`] opens the one
 /// [`adapter::choose`] picks). Empty when there is none.
-pub fn adapters() -> Vec<AdapterInfo> {
-    enumerate().1.iter().map(describe).collect()
+///
+/// # Errors
+/// `Error::Device` in a process forked while another thread of its
+/// parent was opening, listing or closing a device: listing loads the
+/// drivers, whose state the fork copied half changed (it could hang).
+pub fn adapters() -> Result<Vec<AdapterInfo>> {
+    let _counted = super::in_driver::enter("list the GPU adapters")?;
+    Ok(enumerate().1.iter().map(describe).collect())
 }
 
 fn device_err(what: &str, e: impl std::fmt::Display) -> crate::Error {

@@ -32,7 +32,11 @@ class Engine:
         Raises DeviceError without a CUDA driver or that GPU."""
     @staticmethod
     def adapters() -> list[tuple[str, str, str, str]]:
-        """Every wgpu adapter as (name, kind, backend, driver)."""
+        """Every wgpu adapter as (name, kind, backend, driver).
+
+        Raises DeviceError in a process forked while another thread of its
+        parent was opening, listing or closing a GPU (the drivers' state
+        was copied half changed)."""
     @property
     def name(self) -> str:
         """"cpu", "gpu" or "cuda"."""

@@ -88,6 +88,9 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        // Releasing the context reaches the driver's process-wide state:
+        // counted, so that a child forked meanwhile opens no device.
+        let _counted = super::in_driver::close();
         // SAFETY: the last user of the context is gone (buffers hold an
         // Arc<Context>); errors at teardown have no one to report to.
         unsafe {
