@@ -22,6 +22,7 @@ fn a_child_forked_while_the_default_gpu_opens_gets_an_answer() {
     let open_took = started.elapsed();
     // This binary's only test: nothing else reads the environment meanwhile.
     std::env::set_var("BLOBCORE_ENGINE", "gpu");
+    assert!(!Engine::default_engine_is_made(), "nothing has asked for the default engine yet");
     let opener = std::thread::spawn(|| Engine::default_engine().map(|e| e.is_gpu()));
     // Fork about a quarter into the opening (77 ms on lavapipe on the 2-core VM).
     std::thread::sleep(open_took / 4);
@@ -40,6 +41,7 @@ fn a_child_forked_while_the_default_gpu_opens_gets_an_answer() {
         }
     });
     assert_eq!(opener.join().unwrap().ok(), Some(true), "the parent's default engine is its GPU");
+    assert!(Engine::default_engine_is_made());
     assert_eq!(child, Some(0), "the child hung (None) or got an answer other than a fork error");
     // The parent's engine works.
     let e = Engine::default_engine().unwrap();

@@ -82,7 +82,7 @@ impl PyEngine {
     /// chose another).
     #[staticmethod]
     fn default() -> PyResult<Self> {
-        Ok(PyEngine { e: core(Engine::default_engine())? })
+        Ok(PyEngine { e: default_engine()? })
     }
 
     /// Makes ``engine`` the default engine for every later call that
@@ -180,7 +180,18 @@ impl PyEngineStats {
 pub(crate) fn engine_of(e: Option<PyRef<'_, PyEngine>>) -> PyResult<Engine> {
     match e {
         Some(e) => Ok(e.e.clone()),
-        None => core(Engine::default_engine()),
+        None => default_engine(),
     }
+}
+
+/// The default engine; its first use, which may open the GPU
+/// `BLOBCORE_ENGINE` names, runs with the GIL released.
+fn default_engine() -> PyResult<Engine> {
+    if Engine::default_engine_is_made() {
+        return core(Engine::default_engine());
+    }
+    // Called from Python, so this thread holds the GIL: attach only
+    // hands out its token.
+    core(Python::attach(|py| py.detach(Engine::default_engine)))
 }
 

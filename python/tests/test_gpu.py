@@ -279,3 +279,42 @@ def test_a_child_forked_mid_open_gets_answers(gpu, tmp_path):
     answers = eval(r.stdout.strip().splitlines()[-1])
     assert set(answers) <= {"refused,refused", "ok,ok"}, answers
     assert "refused,refused" in answers, answers
+
+
+FIRST_DEFAULT_OPEN = r"""
+import threading, time
+import blobcore as bc
+
+stamps, stop = [], threading.Event()
+def stamp():
+    while not stop.is_set():
+        stamps.append(time.perf_counter())
+t = threading.Thread(target=stamp)
+t.start()
+while not stamps:
+    time.sleep(0.001)
+t0 = time.perf_counter()
+b = bc.Blob.tensor([4])  # engine=None: opens the GPU BLOBCORE_ENGINE names
+t1 = time.perf_counter()
+stop.set(); t.join()
+assert b.engine.name == "gpu", b.engine.name
+lo, hi = t0 + (t1 - t0) / 4, t1 - (t1 - t0) / 4
+print(sum(lo < s < hi for s in stamps), round(1e3 * (t1 - t0)))
+"""
+
+
+def test_the_first_default_gpu_opens_with_the_gil_released(gpu, tmp_path):
+    # With BLOBCORE_ENGINE=gpu the first engine=None call opens the GPU
+    # (tens of milliseconds): another thread's time stamps fall in the
+    # middle half of that call, which none could with the GIL held.
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "first_default.py"
+    script.write_text(FIRST_DEFAULT_OPEN)
+    env = dict(os.environ, BLOBCORE_ENGINE="gpu")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    inside, ms = map(int, r.stdout.split())
+    assert inside > 0, f"no other thread ran during the {ms} ms first default open"

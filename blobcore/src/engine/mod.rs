@@ -167,6 +167,15 @@ impl Engine {
             .clone()
     }
 
+    /// True once [`Engine::default_engine`] answers without opening
+    /// anything: [`Engine::set_default`] has run, or the engine
+    /// `BLOBCORE_ENGINE` names has been opened (or failed to open). Before
+    /// that, the first `default_engine` may open a GPU (tens to hundreds
+    /// of milliseconds): bindings let other threads run meanwhile.
+    pub fn default_engine_is_made() -> bool {
+        DEFAULT_SET.load(std::sync::atomic::Ordering::Acquire) || FROM_ENV.get().is_some()
+    }
+
     /// Makes `engine` the default engine (see [`Engine::default_engine`]).
     pub fn set_default(engine: &Engine) {
         let old = DEFAULT.get().write().unwrap_or_else(|p| p.into_inner()).replace(engine.clone());
