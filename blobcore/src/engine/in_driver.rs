@@ -89,7 +89,6 @@ mod tests {
     #[cfg(unix)]
     use crate::fork_child::in_child;
     use std::sync::{Arc, Barrier};
-    use std::time::{Duration, Instant};
 
     #[test]
     fn opens_on_many_threads_are_counted_and_released() {
@@ -154,93 +153,99 @@ mod tests {
         assert_eq!(opened, Some(0), "a child forked after the open could not open one");
     }
 
-    /// The same with a real GPU engine (lavapipe where no GPU is): the
-    /// fork falls while a thread is inside the driver's open, and the
-    /// child's open is refused without calling the driver (which hung
-    /// there before, about one fork in three). Skipped without an adapter.
-    #[cfg_attr(miri, ignore = "Miri runs no fork and no GPU")]
+    /// Forks once a thread of this process is inside a section (`worker`'s,
+    /// or another test's) or `worker` has finished. The child reads the
+    /// count the fork gave it: when the fork split a section it must
+    /// refuse to open a GPU (0; 1 if it opened one); when the section had
+    /// ended first it is asked nothing (4: sections of other tests end
+    /// in a few milliseconds, and their threads in wgpu could have left
+    /// locks of theirs held; tests/gpu_fork.rs opens GPUs in such
+    /// children). None: it hung.
     #[cfg(unix)]
-    #[test]
-    fn a_child_forked_while_a_gpu_opens_gets_a_device_error() {
+    fn fork_in_a_section<T>(worker: &std::thread::JoinHandle<T>) -> Option<i32> {
         let me = u64::from(std::process::id());
-        let opener = std::thread::spawn(|| crate::Engine::gpu(None).map(drop));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        // Wait until a thread of this process is inside an open (this one,
-        // or another test's).
         loop {
-            let opens = SECTIONS.load(Ordering::Acquire);
-            if opens >> 32 == me && opens & 0xffff_ffff > 0 {
+            let now = SECTIONS.load(Ordering::Acquire);
+            if (now >> 32 == me && now & 0xffff_ffff > 0) || worker.is_finished() {
                 break;
-            }
-            if opener.is_finished() || Instant::now() > deadline {
-                return; // no adapter here (the open failed at once), or it was too quick to catch
             }
             std::hint::spin_loop();
         }
-        let child = in_child(10, || match crate::Engine::gpu(None) {
-            Err(e) if e.code() == 10 && e.to_string().contains("forked") => 0,
-            Err(_) => 1,
-            Ok(_) => 2,
-        });
-        let parent = opener.join().unwrap();
-        assert_eq!(child, Some(0), "the child hung (None), failed otherwise (1) or opened a GPU mid-fork (2)");
-        assert!(parent.is_ok(), "the parent's open failed: {parent:?}");
-    }
-
-    /// Closing a GPU is counted too: a child forked while a thread closes
-    /// one (2-4 ms on lavapipe) refuses to open its own, where it hung
-    /// (5 forks in 6) or died in the dynamic loader (the sixth) before.
-    /// The child reads the count the fork gave it (a fork can fall just
-    /// after the close); until one fork falls inside, the close is tried
-    /// again (a few times at most). Skipped without an adapter.
-    #[cfg_attr(miri, ignore = "Miri runs no fork and no GPU")]
-    #[cfg(unix)]
-    #[test]
-    fn a_child_forked_while_a_gpu_closes_gets_a_device_error() {
-        let me = u64::from(std::process::id());
-        let split = |sections: u64| sections >> 32 != u64::from(std::process::id()) && sections & 0xffff_ffff > 0;
-        let mut inside = 0;
-        for _ in 0..8 {
-            let Ok(engine) = crate::Engine::gpu(None) else { return };
-            let go = Arc::new(Barrier::new(2));
-            let closer = {
-                let go = go.clone();
-                std::thread::spawn(move || {
-                    go.wait();
-                    drop(engine);
-                })
-            };
-            go.wait();
-            // Wait until a thread of this process is inside a section
-            // (the close, or another test's open or close).
-            loop {
-                let now = SECTIONS.load(Ordering::Acquire);
-                if now >> 32 == me && now & 0xffff_ffff > 0 {
-                    break;
-                }
-                if closer.is_finished() {
-                    break;
-                }
-                std::hint::spin_loop();
-            }
-            // (A child forked after the close is not asked to open: the
-            // other tests' threads in wgpu could have left locks of theirs
-            // held; tests/gpu_fork.rs opens GPUs in such children.)
-            let child = in_child(20, || match split(SECTIONS.load(Ordering::Acquire)) {
+        in_child(20, || {
+            let now = SECTIONS.load(Ordering::Acquire);
+            let split = now >> 32 != u64::from(std::process::id()) && now & 0xffff_ffff > 0;
+            match split {
                 true => match crate::Engine::gpu(None) {
                     Err(e) if e.code() == 10 && e.to_string().contains("forked") => 0,
                     _ => 1,
                 },
                 false => 4,
-            });
-            closer.join().unwrap();
-            assert!(matches!(child, Some(0 | 4)), "the child hung (None) or opened a GPU mid-close (1): {child:?}");
+            }
+        })
+    }
+
+    /// Runs the section `make` returns on a thread (`make` runs here,
+    /// before; an engine the section returns is dropped here, after the
+    /// fork) and forks during it (as [`fork_in_a_section`]) until a fork
+    /// falls inside a section, at most 8 times; every child must answer
+    /// as it should.
+    #[cfg(unix)]
+    fn a_fork_falls_in(what: &str, make: impl Fn() -> Box<dyn FnOnce() -> Option<crate::Engine> + Send>) {
+        for _ in 0..8 {
+            let section = make();
+            let go = Arc::new(Barrier::new(2));
+            let worker = {
+                let go = go.clone();
+                std::thread::spawn(move || {
+                    go.wait();
+                    section()
+                })
+            };
+            go.wait();
+            let child = fork_in_a_section(&worker);
+            drop(worker.join().unwrap());
+            assert!(matches!(child, Some(0 | 4)), "the child hung (None) or opened a GPU mid-{what} (1): {child:?}");
             if child == Some(0) {
-                inside += 1;
-                break;
+                return;
             }
         }
-        assert_eq!(inside, 1, "no fork fell inside a counted close in 8 tries: closing a GPU is not counted");
+        panic!("no fork fell inside a counted {what} in 8 tries: it is not counted");
+    }
+
+    /// The same with a real GPU engine (lavapipe where no GPU is): a fork
+    /// while a thread is inside the driver's open, and the child's open
+    /// is refused without calling the driver (which hung there before,
+    /// about one fork in three). Skipped without an adapter.
+    #[cfg_attr(miri, ignore = "Miri runs no fork and no GPU")]
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_a_gpu_opens_gets_a_device_error() {
+        if crate::Engine::gpu(None).is_err() {
+            return;
+        }
+        // The engine is closed after the fork, so that only the open is
+        // on the worker.
+        a_fork_falls_in("open", || Box::new(|| Some(crate::Engine::gpu(None).expect("an adapter"))));
+    }
+
+    /// Closing a GPU is counted too: a child forked while a thread closes
+    /// one (2-4 ms on lavapipe) refuses to open its own, where it hung
+    /// (5 forks in 6) or died in the dynamic loader (the sixth) before.
+    /// Skipped without an adapter.
+    #[cfg_attr(miri, ignore = "Miri runs no fork and no GPU")]
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_a_gpu_closes_gets_a_device_error() {
+        if crate::Engine::gpu(None).is_err() {
+            return;
+        }
+        a_fork_falls_in("close", || {
+            let engine = crate::Engine::gpu(None).expect("an adapter");
+            Box::new(move || {
+                drop(engine);
+                None
+            })
+        });
     }
 
     /// Listing the adapters loads the drivers: a child forked while a
