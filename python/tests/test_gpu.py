@@ -18,14 +18,14 @@ def gpu():
         pytest.skip(f"no GPU adapter: {e}")
 
 
-def test_opening_a_gpu_releases_the_gil(gpu):
-    # Another Python thread runs while Engine.gpu() opens a device (tens to
-    # hundreds of milliseconds): it stamps the time in a loop, and some of
-    # its stamps fall in the middle half of the open. With the GIL held
-    # through the open, none could.
-    import threading
-    import time
+# Runs in this process and in scripts of their own (as their first lines).
+STAMPS_DURING = r"""
+import threading, time
 
+def stamps_during(call):
+    # Calls call() while another thread stamps the time in a loop; returns
+    # how many stamps fell in the middle half of the call (none can while
+    # the call holds the GIL), its milliseconds and its result.
     stamps, stop = [], threading.Event()
 
     def stamp():
@@ -38,14 +38,23 @@ def test_opening_a_gpu_releases_the_gil(gpu):
         while not stamps:
             time.sleep(0.001)
         t0 = time.perf_counter()
-        bc.Engine.gpu()
+        out = call()
         t1 = time.perf_counter()
     finally:
         stop.set()
         t.join()
     lo, hi = t0 + (t1 - t0) / 4, t1 - (t1 - t0) / 4
-    inside = [s for s in stamps if lo < s < hi]
-    assert inside, f"no other thread ran during the {1e3 * (t1 - t0):.0f} ms open"
+    return sum(lo < s < hi for s in stamps), round(1e3 * (t1 - t0)), out
+"""
+
+
+def test_opening_a_gpu_releases_the_gil(gpu):
+    # Another Python thread runs while Engine.gpu() opens a device (tens to
+    # hundreds of milliseconds).
+    ns = {}
+    exec(STAMPS_DURING, ns)
+    inside, ms, _ = ns["stamps_during"](bc.Engine.gpu)
+    assert inside, f"no other thread ran during the {ms} ms open"
 
 
 def test_engine_and_heads(gpu):
@@ -281,25 +290,13 @@ def test_a_child_forked_mid_open_gets_answers(gpu, tmp_path):
     assert "refused,refused" in answers, answers
 
 
-FIRST_DEFAULT_OPEN = r"""
-import threading, time
+FIRST_DEFAULT_OPEN = STAMPS_DURING + r"""
 import blobcore as bc
 
-stamps, stop = [], threading.Event()
-def stamp():
-    while not stop.is_set():
-        stamps.append(time.perf_counter())
-t = threading.Thread(target=stamp)
-t.start()
-while not stamps:
-    time.sleep(0.001)
-t0 = time.perf_counter()
-b = bc.Blob.tensor([4])  # engine=None: opens the GPU BLOBCORE_ENGINE names
-t1 = time.perf_counter()
-stop.set(); t.join()
+# engine=None: opens the GPU BLOBCORE_ENGINE names
+inside, ms, b = stamps_during(lambda: bc.Blob.tensor([4]))
 assert b.engine.name == "gpu", b.engine.name
-lo, hi = t0 + (t1 - t0) / 4, t1 - (t1 - t0) / 4
-print(sum(lo < s < hi for s in stamps), round(1e3 * (t1 - t0)))
+print(inside, ms)
 """
 
 
