@@ -832,11 +832,26 @@ int32_t blob_clear(struct Blob *b);
 // Sets object `n` to zero.
 int32_t blob_clear_object(struct Blob *b, int64_t n);
 
-// Sets every element to `value` (integers truncate toward zero and saturate).
+// Sets every element to `value` (floats round to nearest even, integers
+// truncate toward zero, bool stores `value != 0`). A value an integer
+// dtype cannot hold (out of its range, infinite, NaN) is
+// `BLOB_ERR_OUT_OF_RANGE` and changes nothing; `blob_fill_element` stores
+// any value exactly (64-bit integers past 2^53 included).
 int32_t blob_fill(struct Blob *b, double value);
 
-// Sets every element of object `n` to `value`.
+// Sets every element of object `n` to `value` (converted as `blob_fill`
+// converts it).
 int32_t blob_fill_object(struct Blob *b, int64_t n, double value);
+
+// Sets every element to the one element of `dtype` at `value`, bit for
+// bit (an `int64_t`, `uint64_t`, `double`, `uint16_t` holding a bfloat16,
+// ...). `dtype` must be the blob's (`BLOB_ERR_DTYPE`: no conversion
+// happens); `value` may be unaligned and may point into the blob itself.
+int32_t blob_fill_element(struct Blob *b, int32_t dtype, const void *value);
+
+// Sets every element of object `n` to the one element of `dtype` at
+// `value`, bit for bit (as `blob_fill_element`).
+int32_t blob_fill_object_element(struct Blob *b, int64_t n, int32_t dtype, const void *value);
 
 // Multiplies every element by `factor`.
 int32_t blob_scale(struct Blob *b, double factor);

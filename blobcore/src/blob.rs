@@ -620,18 +620,6 @@ impl Blob {
         Blob::tensor(engine, dtype, &[batch_length, batch_width, 1, height, width, depth, channels])
     }
 
-    /// Serrano's `Tensor(repeatingValue:tensorShape:)`, `numpy.full`: a
-    /// blob of `dims` with every element `value` (converted as
-    /// [`Element::round_from_f64`]: floats round, integers truncate toward zero).
-    /// A value an integer dtype cannot hold is `OutOfRange`
-    /// ([`DType::check_value`]).
-    pub fn full(engine: &Engine, dtype: DType, dims: &[usize], value: f64) -> Result<Blob> {
-        dtype.check_value(value)?;
-        let b = Blob::tensor(engine, dtype, dims)?;
-        b.fill(value)?;
-        Ok(b)
-    }
-
     /// Serrano's shape equality: the same dims (exactly, as NumPy's
     /// `shape ==`) and, when `with_dtype`, the same dtype.
     pub fn same_shape(&self, other: &Blob, with_dtype: bool) -> bool {

@@ -60,7 +60,18 @@ impl Scalar {
         dispatch!(self.dtype, T => self.get::<T>().to_f64())
     }
 
-    fn get<T: Element>(&self) -> T {
+    /// `value` as one `dtype` element, converted as
+    /// [`Element::round_from_f64`] converts it (floats round to nearest
+    /// even, integers truncate toward zero, bool is `value != 0`), after
+    /// [`DType::check_value`]: a value an integer dtype cannot hold (out
+    /// of its range, infinite, NaN) is `OutOfRange`. Every value of a
+    /// float dtype fits (large ones round to infinity).
+    pub fn from_f64(dtype: DType, value: f64) -> Result<Scalar> {
+        dtype.check_value(value)?;
+        Ok(dispatch!(dtype, T => Scalar::of(T::round_from_f64(value))))
+    }
+
+    pub(crate) fn get<T: Element>(&self) -> T {
         // SAFETY: `bytes` holds size_of::<T>() initialized bytes of a T
         // (callers dispatch on `self.dtype`, whose element type is T), and
         // read_unaligned allows the byte array's alignment.
@@ -131,27 +142,7 @@ impl Blob {
         })
     }
 
-    /// Sets every element to `value`'s exact bit pattern (its dtype must
-    /// be the blob's), in any layout.
-    pub fn fill_element(&self, value: &Scalar) -> Result<()> {
-        self.check_scalar(value)?;
-        if !self.is_dense() {
-            return self.through_dense(true, |d| d.fill_element(value));
-        }
-        self.with_write(|w| {
-            dispatch!(self.dtype(), T => {
-                let v: T = value.get::<T>();
-                w.typed_mut::<T>().fill(v);
-            })
-        })
-    }
-
-    fn check_scalar(&self, value: &Scalar) -> Result<()> {
-        self.check_scalar_dtype(value)?;
-        self.check_writable()
-    }
-
-    fn check_scalar_dtype(&self, value: &Scalar) -> Result<()> {
+    pub(crate) fn check_scalar_dtype(&self, value: &Scalar) -> Result<()> {
         if value.dtype() != self.dtype() {
             return Err(err!(DType, "a {} scalar cannot be stored in a {} blob without a cast", value.dtype().name(), self.dtype().name()));
         }

@@ -137,6 +137,13 @@ fn read_only(e: &Engine) -> Blob {
     unsafe { Blob::wrap_read_only(e, DType::F32, Shape::new(&[4]).unwrap(), std::ptr::NonNull::from(&MEM).cast(), 16, None) }.unwrap()
 }
 
+/// `read_only`'s memory seen as 16 `u8` elements.
+fn read_only_u8(e: &Engine) -> Blob {
+    static MEM: [u8; 16] = [1; 16];
+    // SAFETY: a static lives forever and the blob only reads it.
+    unsafe { Blob::wrap_read_only(e, DType::U8, Shape::new(&[16]).unwrap(), std::ptr::NonNull::from(&MEM).cast(), 16, None) }.unwrap()
+}
+
 macro_rules! rows {
     ($( $code:expr, $words:expr, |$f:ident| $call:expr; )*) => {
         vec![$( (stringify!($call), $code, $words, Box::new(move |#[allow(unused_variables)] $f: &Fx| ok($call)) as Call) ),*]
@@ -453,6 +460,22 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         BUSY, "being written", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.write::<f32>()?; x.get_element(&[1]) };
         BUSY, "being read", |f| { let x = Blob::from_slice(&f.e, &[2], &[1f32, 2.0])?; let _g = x.read::<f32>()?; x.fill_element(&Scalar::of(9f32)) };
         INVALID_ARGUMENT, "3 bytes given", |f| Scalar::from_bytes(DType::F32, &[0; 3]);
+        // Fills refuse a double an integer dtype cannot hold (they
+        // saturated before): out of range, infinite, NaN.
+        OUT_OF_RANGE, "does not fit in int32", |f| unchanged(&f.b, |x| x.fill(2147483648.0));
+        OUT_OF_RANGE, "-1 does not fit in uint8", |f| unchanged(&Blob::full(&f.e, DType::U8, &[3], 7.0)?, |x| x.fill(-1.0));
+        OUT_OF_RANGE, "NaN does not fit in int32", |f| unchanged(&f.b, |x| x.fill(f64::NAN));
+        OUT_OF_RANGE, "inf does not fit in int32", |f| unchanged(&f.b, |x| x.fill_object(0, f64::INFINITY));
+        OUT_OF_RANGE, "does not fit in int64", |f| Blob::full(&f.e, DType::I64, &[2], 2f64.powi(63));
+        OUT_OF_RANGE, "does not fit in uint64", |f| Scalar::from_f64(DType::U64, 2f64.powi(64));
+        OUT_OF_RANGE, "does not fit in int32", |f| unchanged(&f.b.permuted_view(&[1, 0])?, |x| x.fill(1e10));
+        DTYPE, "without a cast", |f| unchanged(&f.b, |x| x.fill_object_element(0, &Scalar::of(1i64)));
+        DTYPE, "without a cast", |f| Blob::tensor(&f.e, DType::I64, &[2])?.fill_element(&Scalar::of(1u64));
+        OUT_OF_RANGE, "object 6 is not below the object count 6", |f| unchanged(&f.b, |x| x.fill_object_element(6, &Scalar::of(1i32)));
+        READ_ONLY, "read-only", |f| read_only(&f.e).fill_object_element(0, &Scalar::of(9f32));
+        // Read-only is judged before the value.
+        READ_ONLY, "read-only", |f| read_only_u8(&f.e).fill(-1.0);
+        READ_ONLY, "read-only", |f| read_only_u8(&f.e).fill_object(0, 300.0);
         // DLPack's exchange-API allocator refuses what it cannot make.
         NULL_POINTER, "NULL", |f| {
             // SAFETY: NULL is the documented refusal; nothing is read.
@@ -461,6 +484,15 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         // Memory that cannot be had.
         OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::U8, &[1 << 50]).unwrap().fill(0.0);
         OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::F32, &[1 << 48]).unwrap().to_vec::<f32>();
+        // Encoders into memory size their output before the blob's memory
+        // exists: memory the system refuses is an error, not an abort
+        // (the .npy bytes and .caffemodel writers aborted, found by the
+        // capi_ops fuzzer).
+        OUT_OF_MEMORY, "cannot allocate", |f| Blob::tensor(&f.e, DType::F32, &[1 << 40])?.to_npy_bytes();
+        OUT_OF_MEMORY, "", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", Blob::tensor(&f.e, DType::F32, &[1 << 40])?); m.to_caffemodel_bytes() };
+        OUT_OF_MEMORY, "", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", Blob::tensor(&f.e, DType::F64, &[1 << 20, 1 << 20])?); m.save_caffemodel("/tmp/never-written.caffemodel") };
+        OUT_OF_MEMORY, "", |f| { let mut m = blobcore::BlobMap::new(); m.insert("x", Blob::tensor(&f.e, DType::F32, &[1 << 40])?); m.to_safetensors_bytes() };
+        OUT_OF_MEMORY, "", |f| Blob::tensor(&f.e, DType::F32, &[1 << 40])?.to_caffe_bytes(false);
         // Engines and wrapped memory.
         DEVICE, "no adapter is called this", |f| Engine::gpu(Some("no adapter is called this"));
         INVALID_ARGUMENT, "aligned", |f| {

@@ -139,7 +139,15 @@ fn arith_case<T: Arith>(dims: Vec<usize>, value: i8, factor: i8) {
     let sumsq: f64 = scaled.iter().map(|v| v.to_f64() * v.to_f64()).sum();
     assert!((a.asum().unwrap() - asum).abs() <= 1e-12 * asum.max(1.0));
     assert!((a.sumsq().unwrap() - sumsq).abs() <= 1e-12 * sumsq.max(1.0));
-    a.fill(value as f64).unwrap();
+    if fits(T::DTYPE, value as f64) {
+        a.fill(value as f64).unwrap();
+    } else {
+        // Out of an unsigned dtype's range: refused, nothing changed; the
+        // wrapped pattern goes in exactly through `fill_element`.
+        assert_eq!(a.fill(value as f64).unwrap_err().code(), 6);
+        check(&a, &scaled);
+        a.fill_element(&blobcore::Scalar::of(T::round_from_f64(value as f64))).unwrap();
+    }
     check(&a, &ArrayD::from_elem(IxDyn(&dims), T::round_from_f64(value as f64)));
     // update: data -= diff
     let d = a.diff().unwrap();
@@ -761,6 +769,26 @@ fn same_value<T: Element>(x: T, y: T) -> bool {
     (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
 }
 
+/// Whether `value` fits `dtype` as NumPy's `a.fill(value)` stores it
+/// without overflow (the test's own table, independent of the core's
+/// check): floats and bool take any value; an integer dtype a finite
+/// value whose integer part (truncated toward zero) lies in its range.
+fn fits(dtype: DType, value: f64) -> bool {
+    let p = |e: i32| 2f64.powi(e);
+    let (lo, above) = match dtype {
+        DType::U8 => (0.0, p(8)),
+        DType::I8 => (-p(7), p(7)),
+        DType::U16 => (0.0, p(16)),
+        DType::I16 => (-p(15), p(15)),
+        DType::U32 => (0.0, p(32)),
+        DType::I32 => (-p(31), p(31)),
+        DType::U64 => (0.0, p(64)),
+        DType::I64 => (-p(63), p(63)),
+        _ => return true,
+    };
+    value.is_finite() && value.trunc() >= lo && value.trunc() < above
+}
+
 /// `fill` of `n` elements (below the parallel threshold, above it, or
 /// above the streaming one) with `value`: through the blob itself, a
 /// strided view (every other element from `off`), or a wrapped alias of
@@ -773,14 +801,20 @@ fn fill_case<T: Element>(n: usize, value: f64, off: usize, door: u8) {
     let b = Blob::from_slice(&common::engine(), &[n], &vec![sentinel; n]).unwrap();
     let want = T::round_from_f64(value);
     let off = off % n;
-    match door {
-        0 => b.fill(value).unwrap(),
-        1 => b.index(&[Index::Range { start: Some(off as i64), stop: None, step: Some(2) }]).unwrap().fill(value).unwrap(),
-        _ => wrapped_alias(&b).fill(value).unwrap(),
+    let done = match door {
+        0 => b.fill(value),
+        1 => b.index(&[Index::Range { start: Some(off as i64), stop: None, step: Some(2) }]).unwrap().fill(value),
+        _ => wrapped_alias(&b).fill(value),
+    };
+    // A value the dtype cannot hold is refused and changes nothing.
+    let fitted = fits(T::DTYPE, value);
+    match &done {
+        Ok(()) => assert!(fitted, "{:?} fill({value}) was taken", T::DTYPE),
+        Err(e) => assert!(!fitted && e.code() == 6, "{:?} fill({value}): {e}", T::DTYPE),
     }
     let got = b.to_vec::<T>().unwrap();
     for (i, &g) in got.iter().enumerate() {
-        let reached = door != 1 || (i >= off && (i - off).is_multiple_of(2));
+        let reached = fitted && (door != 1 || (i >= off && (i - off).is_multiple_of(2)));
         let expect = if reached { want } else { sentinel };
         assert!(same_value(g, expect), "{:?} fill({value}) of {n} through door {door}: element {i} is {g:?}, not {expect:?}", T::DTYPE);
     }
@@ -797,13 +831,13 @@ proptest! {
     fn fills_put_the_converted_value_everywhere_they_reach(
         tier in 0usize..3,
         extra in 0usize..5000,
-        pick in 0usize..10,
+        pick in 0usize..14,
         random in -1.0e6f64..1.0e6,
         off in 0usize..100,
         door in 0u8..3,
         dtype in 0usize..8,
     ) {
-        let values = [0.0, -0.0, 1.0, -1.0, 255.0, 3.0, f32::from_bits(0x4141_4141) as f64, f64::INFINITY, f64::NAN, random];
+        let values = [0.0, -0.0, 1.0, -1.0, 255.0, 3.0, f32::from_bits(0x4141_4141) as f64, f64::INFINITY, f64::NAN, random, 256.0, -0.99, 2f64.powi(31), -2f64.powi(63)];
         let value = values[pick];
         // Bytes: under 1 MiB (one thread), over it (parallel), over 32 MiB (streamed).
         let bytes = [4096 + extra, (1 << 20) + extra, (32 << 20) + extra][tier];
@@ -817,6 +851,53 @@ proptest! {
             5 => case!(i32),
             6 => case!(i64),
             _ => case!(F8E4M3Fn),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(29), ..ProptestConfig::default() })]
+
+    /// `fill_element`, `fill_object_element` and `full_element` store the
+    /// scalar's exact bits for any pattern of every dtype of 4 or 8 bytes
+    /// (the GPU fill's words) and of 1 and 2 bytes (64-bit integers past
+    /// 2^53, which a double cannot carry, and NaN payloads among them),
+    /// through the blob, a strided view and an alias of its memory.
+    #[test]
+    fn exact_fills_store_every_bit_pattern(bits in any::<u64>(), dtype in 0usize..8, n in 1usize..40, door in 0u8..4) {
+        let d = [DType::I64, DType::U64, DType::F64, DType::I32, DType::F32, DType::F16, DType::U8, DType::BF16][dtype];
+        let size = d.size();
+        let bytes = bits.to_le_bytes();
+        let s = blobcore::Scalar::from_bytes(d, &bytes[..size]).unwrap();
+        let e = common::engine();
+        let b = Blob::full_element(&e, &[2, n], &blobcore::Scalar::from_bytes(d, &[0x5a; 8][..size]).unwrap()).unwrap();
+        // Which elements the fill reaches (row-major over [2, n]).
+        let reached: Vec<bool> = match door {
+            0 => { b.fill_element(&s).unwrap(); vec![true; 2 * n] }
+            1 => {
+                b.index(&[blobcore::Index::ALL, blobcore::Index::Range { start: None, stop: None, step: Some(-2) }]).unwrap().fill_element(&s).unwrap();
+                (0..2 * n).map(|i| (n - 1 - i % n).is_multiple_of(2)).collect()
+            }
+            2 => { wrapped_alias(&b).fill_element(&s).unwrap(); vec![true; 2 * n] }
+            _ => {
+                // Object 1 of the [2, n] blob (objects are its n-wide rows
+                // only when n is its channel count: take what the blob says).
+                let size = b.object_size().unwrap();
+                b.fill_object_element(1, &s).unwrap();
+                (0..2 * n).map(|i| i / size == 1).collect()
+            }
+        };
+        let mut got = vec![0u8; b.byte_size()];
+        b.copy_to_bytes(&mut got).unwrap();
+        for (i, (el, &r)) in got.chunks(size).zip(&reached).enumerate() {
+            let want = if r { &bytes[..size] } else { &[0x5a; 8][..size] };
+            prop_assert_eq!(el, want, "{:?} element {} (door {})", d, i, door);
+        }
+        if door == 0 {
+            let f = Blob::full_element(&e, &[n], &s).unwrap();
+            let mut all = vec![0u8; f.byte_size()];
+            f.copy_to_bytes(&mut all).unwrap();
+            prop_assert!(all.chunks(size).all(|c| c == &bytes[..size]));
         }
     }
 }

@@ -718,10 +718,25 @@ pub fn run(data: &[u8]) {
             }
             40 => {
                 let n = r.idx();
-                if r.bit() {
-                    check(blob_fill_object(b, n, r.small() as f64), "fill_object");
-                } else {
-                    check(blob_clear_object(b, n), "clear_object");
+                // The low bit keeps the older sequences' meaning (fill or
+                // clear); the next one picks the exact fills instead.
+                let pick = r.u8();
+                // One element's bytes, of the blob's dtype or any code.
+                let mut elem = || {
+                    let dtype = if r.bit() { r.dtype() } else { dtype_of(b) };
+                    (dtype, std::array::from_fn::<u8, 8, _>(|_| r.u8()))
+                };
+                match pick & 3 {
+                    1 => check(blob_fill_object(b, n, r.small() as f64), "fill_object"),
+                    0 => check(blob_clear_object(b, n), "clear_object"),
+                    3 => {
+                        let (dtype, v) = elem();
+                        check(blob_fill_object_element(b, n, dtype, v.as_ptr().cast()), "fill_object_element");
+                    }
+                    _ => {
+                        let (dtype, v) = elem();
+                        check(blob_fill_element(b, dtype, v.as_ptr().cast()), "fill_element");
+                    }
                 }
             }
             41 => {

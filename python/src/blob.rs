@@ -11,7 +11,7 @@ use crate::dtypes;
 use crate::npyapi;
 use crate::errors::{core, raise};
 use crate::exports::{self, Foreign};
-use blobcore::{Blob, Engine, Shape};
+use blobcore::{Blob, DType, Engine, Shape};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -42,6 +42,43 @@ fn pack_at(py: Python<'_>, b: &Blob, at: &[i64], value: &Bound<'_, PyAny>) -> Py
             }
         }
         packed => packed,
+    }
+}
+
+/// `value` as one element of `b`'s dtype ([`element_of`]); a value that
+/// does not convert into a read-only blob is that blob's ReadOnlyError, as
+/// NumPy judges writability first (checked only then: the store checks it
+/// on the way in).
+fn element_for(py: Python<'_>, b: &Blob, value: &Bound<'_, PyAny>) -> PyResult<blobcore::Scalar> {
+    element_of(py, b.dtype(), value).or_else(|e| {
+        core(b.check_writable())?;
+        Err(e)
+    })
+}
+
+/// `value` as one `dtype` element, converted as NumPy's `a[...] = value`
+/// converts it (its errors included); where NumPy has no such dtype
+/// (float8 and bfloat16 without ml_dtypes), as the core converts a double.
+fn element_of(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<blobcore::Scalar> {
+    // A Python float into float32 / float64: NumPy's conversion is the C
+    // cast of the double (one rounding to nearest even), which is Rust's
+    // `as` (the common `b.fill(1.0)` without NumPy's dtype discovery).
+    if let Ok(f) = value.cast_exact::<pyo3::types::PyFloat>() {
+        match dtype {
+            DType::F32 => return Ok(blobcore::Scalar::of(f.value() as f32)),
+            DType::F64 => return Ok(blobcore::Scalar::of(f.value())),
+            _ => {}
+        }
+    }
+    // A Python number into an ml_dtypes dtype before ml_dtypes is loaded:
+    // one rounding from the double, as ml_dtypes rounds it, without
+    // importing it (most of a second).
+    if dtypes::ml_dtype(dtype).is_some() && indexing::is_plain_scalar(value) && !dtypes::ml_reachable(py)? {
+        return core(blobcore::Scalar::from_f64(dtype, value.extract::<f64>()?));
+    }
+    match npyapi::pack(py, dtype, value)? {
+        Some(s) => Ok(s),
+        None => core(blobcore::Scalar::from_f64(dtype, value.extract::<f64>()?)),
     }
 }
 
@@ -185,13 +222,16 @@ impl PyBlob {
 
     /// Serrano's ``Tensor(repeatingValue:tensorShape:)``, ``numpy.full``:
     /// a blob of ``dims`` with every element ``value`` (default dtype
-    /// float32; integers truncate toward zero; a value an integer dtype
-    /// cannot hold is an OutOfRangeError).
+    /// float32), converted as ``ndarray.fill`` converts it: exactly for
+    /// Python ints (int64 and uint64 past 2**53 included), floats rounded
+    /// to nearest even, integers truncated toward zero; OverflowError for
+    /// a value an integer dtype cannot hold, ValueError for NaN.
     #[staticmethod]
     #[pyo3(signature = (dims, value, dtype=None, engine=None))]
-    fn full(dims: Vec<i64>, value: f64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
+    fn full(py: Python<'_>, dims: Vec<i64>, value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
         let shape = core(Shape::from_i64(&dims))?;
-        Ok(Self::new(core(Blob::full(&engine_of(engine)?, dtypes::from_py(dtype)?, shape.dims(), value))?))
+        let value = element_of(py, dtypes::from_py(dtype)?, value)?;
+        Ok(Self::new(core(Blob::full_element(&engine_of(engine)?, shape.dims(), &value))?))
     }
 
     /// Serrano's shape equality: the same shape (exactly, as NumPy's
@@ -785,14 +825,21 @@ impl PyBlob {
         core(self.b.clear_object(n))
     }
 
-    /// Sets every element to ``value`` (integers truncate toward zero and saturate).
-    fn fill(&self, py: Python<'_>, value: f64) -> PyResult<()> {
-        run(py, self.b.is_small(), || self.b.fill(value))
+    /// ``ndarray.fill``: sets every element to ``value``, converted as
+    /// NumPy converts it (exactly for Python ints, int64 and uint64 past
+    /// 2**53 included; floats round to nearest even; integers truncate
+    /// toward zero; OverflowError for a value an integer dtype cannot
+    /// hold, ValueError for NaN; nothing changes on error).
+    fn fill(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = element_for(py, &self.b, value)?;
+        run(py, self.b.is_small(), || self.b.fill_element(&value))
     }
 
-    /// Sets every element of object ``n`` to ``value``.
-    fn fill_object(&self, n: i64, value: f64) -> PyResult<()> {
-        core(self.b.fill_object(n, value))
+    /// Sets every element of object ``n`` to ``value`` (converted as
+    /// ``fill`` converts it).
+    fn fill_object(&self, py: Python<'_>, n: i64, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = element_for(py, &self.b, value)?;
+        core(self.b.fill_object_element(n, &value))
     }
 
     /// Multiplies every element by ``factor``: floats in their own

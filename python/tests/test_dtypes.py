@@ -388,9 +388,23 @@ def test_fill_converts_as_numpy_full(dt):
         assert same_bits(np.asarray(b), want.astype(dt))
     if is_int(dt):
         info = np.iinfo(dt)
-        for bad in (float(info.max) * 2 + 2, float(info.min) * 2 - 2, float("nan")):
-            with pytest.raises(bc.OutOfRangeError):
+        before = np.asarray(b).copy()
+        for bad in (float(info.max) * 2 + 2, float(info.min) * 2 - 2, float("nan"), info.max + 1, info.min - 1):
+            error = ValueError if bad != bad else OverflowError
+            with pytest.raises(error):
+                np.zeros(2, dt).fill(bad)  # NumPy's own error
+            with pytest.raises(error):
                 bc.Blob.full([2], bad, dtype=dt)
+            with pytest.raises(error):
+                b.fill(bad)
+            with pytest.raises(error):
+                b.fill_object(1, bad)
+            assert same_bits(np.asarray(b), before)
+        # The ends of the range go in exactly (int64 / uint64 past 2**53).
+        for edge in (info.max, info.min, info.max - 1):
+            b.fill(edge)
+            assert np.asarray(b).tolist() == [[edge] * 3] * 2
+            assert np.asarray(bc.Blob.full([2], edge, dtype=dt)).tolist() == [edge] * 2
 
 
 @pytest.mark.parametrize("dt", ALL, ids=ids)

@@ -112,17 +112,25 @@ def test_fill_add_scale_asum_sumsq(rng, dtype):
                 info = np.iinfo(dt)
                 want = np.clip(np.trunc(a.astype(np.float64) * factor), info.min, info.max).astype(dt)
             np.testing.assert_allclose(np.asarray(b3), want, **close(dt))
-        # fill: integers truncate toward zero and saturate
+        # fill: as ndarray.fill (integers truncate toward zero; what the
+        # dtype cannot hold raises NumPy's OverflowError, changing nothing)
         for v in [2.75, -1.5, 1e9]:
-            b.fill(v)
+            want = np.zeros(shape, dt)
+            try:
+                with np.errstate(over="ignore"):
+                    want.fill(v)
+            except OverflowError:
+                before = np.asarray(b).copy()
+                with pytest.raises(OverflowError):
+                    b.fill(v)
+                np.testing.assert_array_equal(np.asarray(b), before)
+                continue
+            with np.errstate(over="ignore"):
+                b.fill(v)
             if dt.kind == "f":
                 with np.errstate(over="ignore"):
                     want = np.full(shape, v, dtype=np.float64).astype(dt)
-            else:
-                info = np.iinfo(dt)
-                want = np.full(shape, min(max(np.trunc(v), info.min), info.max)).astype(dt)
-            with np.errstate(over="ignore"):
-                np.testing.assert_array_equal(np.asarray(b), want)
+            np.testing.assert_array_equal(np.asarray(b), want)
         b.clear()
         assert not np.asarray(b).any()
 

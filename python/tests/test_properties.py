@@ -591,7 +591,23 @@ def test_fills_equal_numpy_through_every_door(tier, extra, value, dtype, door):
     itemsize = np.dtype(dtype).itemsize
     n = max(1, ([4096, 1 << 20, 32 << 20][tier] + extra) // itemsize)
     want = np.full(n, 7, dtype)
-    one = cast_oracle(np.array([value], np.float64), dtype)[0]
+    if np.dtype(dtype).kind in "iu":
+        # NumPy's own a.fill: truncates toward zero, refuses what the
+        # dtype cannot hold (OverflowError) — blobcore must too, and
+        # change nothing (it saturated before).
+        probe = np.zeros(1, dtype)
+        try:
+            probe.fill(value)
+        except OverflowError:
+            b = bc.Blob.from_numpy(want)
+            target = b[1::2] if door == "view" else b
+            with pytest.raises(OverflowError):
+                target.fill(value)
+            assert same_bits(np.asarray(b), want)
+            return
+        one = probe[0]
+    else:
+        one = cast_oracle(np.array([value], np.float64), dtype)[0]
     if door == "numpy":
         # A blob over the ndarray's own memory, filled; the ndarray sees it.
         a = want.copy()
@@ -609,6 +625,60 @@ def test_fills_equal_numpy_through_every_door(tier, extra, value, dtype, door):
     assert same_bits(np.asarray(b), want)
     if dtype != ml_dtypes.bfloat16:  # NumPy's DLPack has no bfloat16
         assert same_bits(np.from_dlpack(b), want)
+
+
+@settings(derandomize=True, deadline=None, max_examples=300, suppress_health_check=list(HealthCheck))
+@given(
+    dtype=st.sampled_from([np.int64, np.uint64, np.int32, np.uint32, np.int16, np.uint8, np.int8, np.bool_]),
+    value=st.one_of(
+        st.integers(-(2**64), 2**65),
+        st.sampled_from([2**53 + 1, 2**63 - 1, -(2**63), 2**64 - 1, 2**63, -1, 8587004344907571699]),
+        st.floats(allow_nan=True, allow_infinity=True),
+        # NumPy integer scalars (int -> int casts wrap, as NumPy's do)
+        st.integers(-(2**63), 2**64 - 1).map(lambda v: np.int64(v) if v < 2**63 else np.uint64(v)),
+    ),
+    door=st.sampled_from(["fill", "view", "object", "full", "alias"]),
+)
+def test_integer_fills_are_numpy_fills_to_the_bit(dtype, value, door):
+    # Python ints past 2**53 (int64 / uint64) go in exactly, floats
+    # truncate, and what the dtype cannot hold raises NumPy's error and
+    # changes nothing: ndarray.fill on the same value is the oracle.
+    want = np.arange(6).astype(dtype).reshape(2, 3)
+    probe = want.copy()
+    try:
+        if door == "view":
+            probe[:, ::-2].fill(value)
+        elif door == "object":
+            probe.reshape(6)[4:5].fill(value)  # [2, 3]: six objects of one element
+        else:
+            probe.fill(value)
+        error = None
+    except (OverflowError, ValueError) as e:
+        error = type(e)
+    if door == "full":
+        if error:
+            with pytest.raises(error):
+                bc.Blob.full([2, 3], value, dtype=dtype)
+        else:
+            assert same_bits(np.asarray(bc.Blob.full([2, 3], value, dtype=dtype)), probe)
+        return
+    a = want.copy()
+    b = bc.Blob.from_numpy(a, copy=False) if door == "alias" else bc.Blob.from_numpy(want)
+    act = {
+        "fill": lambda: b.fill(value),
+        "alias": lambda: b.fill(value),
+        "view": lambda: b[:, ::-2].fill(value),
+        "object": lambda: b.fill_object(4, value),
+    }[door]
+    if error:
+        with pytest.raises(error):
+            act()
+        assert same_bits(np.asarray(b), want)
+    else:
+        act()
+        assert same_bits(np.asarray(b), probe)
+        if door == "alias":
+            assert same_bits(a, probe)
 
 
 EVERY_DTYPE = DTYPES + [np.int16, np.uint16, np.uint32, np.uint64, np.bool_,

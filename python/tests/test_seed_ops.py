@@ -75,7 +75,9 @@ def test_from_numpy_dtype_and_copy():
 @pytest.mark.parametrize("value", [0, 1, -3, 2.75, 100])
 def test_full_is_numpy_full(dtype, value):
     if np.dtype(dtype).kind == "u" and value < 0:
-        with pytest.raises(bc.OutOfRangeError, match="does not fit"):
+        with pytest.raises(OverflowError, match="out of bounds"):
+            np.full((2, 3), value, dtype)
+        with pytest.raises(OverflowError, match="out of bounds"):
             bc.Blob.full([2, 3], value, dtype)
         return
     want = np.full((2, 3), value).astype(dtype)
@@ -85,10 +87,21 @@ def test_full_is_numpy_full(dtype, value):
 
 
 def test_full_refuses_values_the_dtype_cannot_hold():
-    for value, dtype in [(300, np.uint8), (-129, np.int8), (2**31, np.int32), (float("nan"), np.int64), (float("inf"), np.int32), (2.0**63, np.int64)]:
-        with pytest.raises(bc.OutOfRangeError):
+    # NumPy's errors, as ndarray.fill raises them (OverflowError; NaN into
+    # an integer: ValueError).
+    for value, dtype, error in [(300, np.uint8, OverflowError), (-129, np.int8, OverflowError),
+                                (2**31, np.int32, OverflowError), (float("nan"), np.int64, ValueError),
+                                (float("inf"), np.int32, OverflowError), (2.0**63, np.int64, OverflowError),
+                                (2**64, np.uint64, OverflowError)]:
+        with pytest.raises(error):
+            np.zeros(2, dtype).fill(value)
+        with pytest.raises(error):
             bc.Blob.full([2], value, dtype)
     assert np.asarray(bc.Blob.full([1], -(2.0**63), np.int64))[0] == np.iinfo(np.int64).min
+    # Python ints past 2**53 go in exactly (they went through a double before).
+    assert np.asarray(bc.Blob.full([1], 2**63 - 1, np.int64))[0] == 2**63 - 1
+    assert np.asarray(bc.Blob.full([1], 2**64 - 1, np.uint64))[0] == 2**64 - 1
+    assert np.asarray(bc.Blob.full([1], 2**53 + 1, np.int64))[0] == 2**53 + 1
     assert np.isinf(np.asarray(bc.Blob.full([1], float("inf"), np.float32))[0])
     assert bc.Blob.full([], 5, np.int32).tolist() == 5
 

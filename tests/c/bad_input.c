@@ -558,6 +558,29 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_permute_from(fake, a, swap, 2));
     }
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_fill_object(a, 6, 1.0));
+    /* Fills refuse a double an integer dtype cannot hold (no saturation);
+     * the exact fills take one element of the blob's own dtype. */
+    {
+        const int64_t big = 8587004344907571699LL;
+        const int32_t seven = 7;
+        BAD(BLOB_ERR_OUT_OF_RANGE, "does not fit in int32", blob_fill(b, 2147483648.0));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "does not fit in int32", blob_fill(b, -1e300));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "NaN does not fit in int32", blob_fill(b, strtod("nan", NULL)));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "inf does not fit in int32", blob_fill_object(b, 0, strtod("inf", NULL)));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "256 does not fit in uint8", blob_create_full(NULL, BLOB_U8, d3, 1, 256.0, &out));
+        BAD(BLOB_ERR_DTYPE, "without a cast", blob_fill_element(b, BLOB_I64, &big));
+        BAD(BLOB_ERR_DTYPE, "without a cast", blob_fill_object_element(b, 0, BLOB_I64, &big));
+        BAD(BLOB_ERR_DTYPE, "code 17", blob_fill_element(b, 17, &seven));
+        BAD(BLOB_ERR_DTYPE, "code 0", blob_fill_object_element(b, 0, 0, &seven));
+        BAD(BLOB_ERR_NULL_POINTER, "value is NULL", blob_fill_element(b, BLOB_I32, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "value is NULL", blob_fill_object_element(b, 0, BLOB_I32, NULL));
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_fill_element(NULL, BLOB_I32, &seven));
+        BAD(BLOB_ERR_NULL_POINTER, "", blob_fill_object_element(NULL, 0, BLOB_I32, &seven));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "object 6", blob_fill_object_element(b, 6, BLOB_I32, &seven));
+        BAD(BLOB_ERR_OUT_OF_RANGE, "object", blob_fill_object_element(b, -1, BLOB_I32, &seven));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_fill_element(freed, BLOB_F32, &seven));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_fill_object_element(fake, 0, BLOB_F32, &seven));
+    }
     BAD(BLOB_ERR_OUT_OF_RANGE, "", blob_clear_object(a, -1));
     CHECK(got64 == 777 && got32 == 777 && out == sentinel);
 
@@ -670,6 +693,23 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_OUT_OF_MEMORY, "", blob_asum(huge_blob, &sum));
         blob_free(huge_blob);
     }
+    /* Encoders into memory size their output before the blob's memory
+     * exists: refused memory is an error, not an abort (found by the
+     * capi_ops fuzzer in blob_save_caffemodel). */
+    {
+        const int64_t four_tb[1] = {INT64_C(1) << 40};
+        Blob *huge_f32 = NULL;
+        BlobMap *m = NULL;
+        uint8_t *bytes = NULL;
+        size_t n = 777;
+        CHECK(blob_create_tensor(NULL, BLOB_F32, four_tb, 1, &huge_f32) == BLOB_OK);
+        BAD(BLOB_ERR_OUT_OF_MEMORY, "", blob_to_npy_bytes(huge_f32, &bytes, &n));
+        CHECK(bytes == NULL && n == 777);
+        CHECK(blob_map_create(&m) == BLOB_OK && blob_map_insert(m, "x", huge_f32) == BLOB_OK);
+        BAD(BLOB_ERR_OUT_OF_MEMORY, "", blob_save_caffemodel(m, "/tmp/blobcore-never-written.caffemodel"));
+        blob_map_free(m);
+        blob_free(huge_f32);
+    }
     BAD(BLOB_ERR_INVALID_ARGUMENT, "aligned", blob_wrap(NULL, BLOB_F32, d4, 1, (char *)wrap_mem + 1, 32, never, NULL, &out));
     BAD(BLOB_ERR_INVALID_ARGUMENT, "", blob_wrap(NULL, BLOB_F32, d100, 1, wrap_mem, sizeof wrap_mem, never, NULL, &out));
     BAD(BLOB_ERR_NULL_POINTER, "", blob_wrap(NULL, BLOB_F32, d4, 1, NULL, 16, never, NULL, &out));
@@ -690,6 +730,11 @@ int main(int argc, char **argv) {
         CHECK(blob_create_tensor(NULL, BLOB_F32, d4, 1, &dst) == BLOB_OK);
         BAD(BLOB_ERR_READ_ONLY, "read-only", blob_fill(ro, 0.0));
         BAD(BLOB_ERR_READ_ONLY, "read-only", blob_fill(win, 0.0));
+        {
+            const float f = 1.0f;
+            BAD(BLOB_ERR_READ_ONLY, "read-only", blob_fill_element(ro, BLOB_F32, &f));
+            BAD(BLOB_ERR_READ_ONLY, "read-only", blob_fill_object_element(win, 0, BLOB_F32, &f));
+        }
         BAD(BLOB_ERR_READ_ONLY, "read-only", blob_scale(ro, 2.0));
         BAD(BLOB_ERR_READ_ONLY, "read-only", blob_clear(ro));
         BAD(BLOB_ERR_READ_ONLY, "read-only", blob_add(ro, dst));

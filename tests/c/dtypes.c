@@ -97,10 +97,55 @@ int main(void) {
             CHECK(blob_add(t, t) == BLOB_OK);
             CHECK(blob_asum(b, &sum) == BLOB_OK);
         }
+        /* exact fills: every element's bit pattern, then one object */
+        for (i = 0; i < 6; i++) {
+            const uint8_t *one = (const uint8_t *)cases[k].bytes + i * cases[k].size;
+            int j;
+            CHECK(blob_fill_element(b, cases[k].code, one) == BLOB_OK);
+            CHECK(blob_copy_to_host(b, raw, 6 * cases[k].size) == BLOB_OK);
+            for (j = 0; j < 6; j++) CHECK(memcmp(raw + j * cases[k].size, one, cases[k].size) == 0);
+        }
+        CHECK(blob_fill_object_element(b, 2, cases[k].code, cases[k].bytes) == BLOB_OK);
+        CHECK(blob_copy_to_host(b, raw, 6 * cases[k].size) == BLOB_OK);
+        CHECK(memcmp(raw + 2 * cases[k].size, cases[k].bytes, cases[k].size) == 0);
+        CHECK(memcmp(raw + 1 * cases[k].size, (const uint8_t *)cases[k].bytes + 5 * cases[k].size, cases[k].size) == 0);
         blob_free(b);
         blob_free(f);
         blob_free(t);
         blob_free(back);
+    }
+    /* 64-bit integers past 2^53 go in exactly; a double too wide for the
+     * dtype is refused, not saturated (issue 29's outside tests). */
+    {
+        const int64_t d4[1] = {4};
+        const int64_t big = INT64_C(8587004344907571699), max = INT64_MAX;
+        const uint64_t umax = UINT64_MAX;
+        int64_t got64[4];
+        uint64_t gotu[4];
+        uint8_t got8[4];
+        Blob *x = NULL, *u = NULL, *small = NULL;
+        CHECK(blob_create_tensor(NULL, BLOB_I64, d4, 1, &x) == BLOB_OK);
+        CHECK(blob_fill_element(x, BLOB_I64, &big) == BLOB_OK);
+        CHECK(blob_copy_to_host(x, got64, sizeof got64) == BLOB_OK);
+        for (i = 0; i < 4; i++) CHECK(got64[i] == big);
+        CHECK(blob_fill_element(x, BLOB_I64, &max) == BLOB_OK);
+        CHECK(blob_copy_to_host(x, got64, sizeof got64) == BLOB_OK && got64[3] == INT64_MAX);
+        CHECK(blob_fill(x, 9223372036854775807.0) == BLOB_ERR_OUT_OF_RANGE);
+        CHECK(blob_copy_to_host(x, got64, sizeof got64) == BLOB_OK && got64[0] == INT64_MAX);
+        CHECK(blob_fill(x, -9223372036854775808.0) == BLOB_OK);
+        CHECK(blob_copy_to_host(x, got64, sizeof got64) == BLOB_OK && got64[1] == INT64_MIN);
+        CHECK(blob_create_tensor(NULL, BLOB_U64, d4, 1, &u) == BLOB_OK);
+        CHECK(blob_fill_element(u, BLOB_U64, &umax) == BLOB_OK);
+        CHECK(blob_copy_to_host(u, gotu, sizeof gotu) == BLOB_OK && gotu[2] == UINT64_MAX);
+        CHECK(blob_create_tensor(NULL, BLOB_U8, d4, 1, &small) == BLOB_OK);
+        CHECK(blob_fill(small, 255.9) == BLOB_OK);
+        CHECK(blob_copy_to_host(small, got8, sizeof got8) == BLOB_OK && got8[0] == 255);
+        CHECK(blob_fill(small, -0.5) == BLOB_OK);
+        CHECK(blob_copy_to_host(small, got8, sizeof got8) == BLOB_OK && got8[3] == 0);
+        CHECK(blob_fill(small, 256.0) == BLOB_ERR_OUT_OF_RANGE && blob_fill(small, -1.0) == BLOB_ERR_OUT_OF_RANGE);
+        blob_free(x);
+        blob_free(u);
+        blob_free(small);
     }
     if (failures == 0) printf("dtypes: all checks passed\n");
     return failures != 0;

@@ -19,7 +19,7 @@ use crate::blob::Blob;
 use crate::dtype::{DType, Element};
 use crate::engine::Engine;
 use crate::error::{err, Result};
-use crate::io::{file_shape, io_err, read_file, write_file};
+use crate::io::{encoded, file_shape, io_err, read_file, write_file};
 use crate::shape::Shape;
 use prost::Message;
 use std::io::Write;
@@ -327,7 +327,7 @@ impl Blob {
 
     /// The blob serialized as a `BlobProto`.
     pub fn to_caffe_bytes(&self, write_diff: bool) -> Result<Vec<u8>> {
-        Ok(BlobProto::from_blob(self, write_diff)?.encode_to_vec())
+        encoded(&BlobProto::from_blob(self, write_diff)?)
     }
 
     /// Writes the blob as a `BlobProto` to `w`.
@@ -363,7 +363,7 @@ impl Blob {
             .iter()
             .map(|b| BlobProto::from_blob(b, write_diff))
             .collect::<Result<Vec<_>>>()?;
-        Ok(BlobProtoVector { blobs }.encode_to_vec())
+        encoded(&BlobProtoVector { blobs })
     }
 }
 

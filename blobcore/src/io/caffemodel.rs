@@ -27,7 +27,7 @@ use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::io::caffe::{BlobProto, BlobShape};
 use crate::io::eager::{Progress, ReadPlan};
-use crate::io::{byte_order, in_file, io_err, to_vec, write_file};
+use crate::io::{byte_order, in_file, io_err, room, to_vec, write_file};
 use crate::mapped::{FileMap, MapMode};
 use bytes::Bytes;
 use prost::Message;
@@ -376,9 +376,23 @@ impl BlobMap {
         for e in self.entries() {
             let mut blobs = Vec::with_capacity(e.blobs().len());
             for (i, b) in e.blobs().iter().enumerate() {
-                let mut bytes = vec![0u8; b.byte_size()];
-                b.copy_to_bytes(&mut bytes)?;
-                let bytes = byte_order(&bytes, b.dtype().size(), cfg!(target_endian = "big")).into_owned();
+                // A view of the whole blob: its dims cannot change between
+                // the shape and the data (another thread may reshape it).
+                let b = &b.slice(&[])?;
+                // Room first (refused memory is an error, not an abort),
+                // then the elements in row-major order, piece by piece.
+                let mut bytes = room(b.byte_size(), "a blob's bytes")?;
+                b.for_each_chunk(|piece| {
+                    bytes.try_reserve(piece.len()).map_err(|_| err!(OutOfMemory, "cannot allocate the bytes of layer {:?}", e.name()))?;
+                    bytes.extend_from_slice(piece);
+                    Ok(())
+                })?;
+                // Little-endian already (every target but big-endian
+                // ones): the copy itself, not a second one.
+                let bytes = match byte_order(&bytes, b.dtype().size(), cfg!(target_endian = "big")) {
+                    std::borrow::Cow::Owned(swapped) => swapped,
+                    std::borrow::Cow::Borrowed(_) => bytes,
+                };
                 let shape = Some(BlobShape { dim: b.dims().iter().map(|&d| d as i64).collect() });
                 blobs.push(match b.dtype() {
                     DType::F32 => BlobOut { shape, data: Some(bytes), double_data: None },
@@ -393,7 +407,9 @@ impl BlobMap {
                 });
             }
             let layer = LayerOut { name: e.name().to_string(), kind: (!e.kind().is_empty()).then(|| e.kind().to_string()), blobs };
-            let mut buf = Vec::with_capacity(layer.encoded_len() + 16);
+            // Room for the whole record first: prost then never grows
+            // the vector (which would abort where the system refuses).
+            let mut buf = room(layer.encoded_len().saturating_add(16), "a layer's record")?;
             prost::encoding::message::encode(100, &layer, &mut buf);
             w.write_all(&buf).map_err(io_err)?;
         }

@@ -101,11 +101,84 @@ pub(crate) fn write_temp(path: &Path, write: impl FnOnce(&mut dyn Write) -> Resu
 }
 
 /// What a file writer writes, collected in memory (the `to_*_bytes` twin
-/// of a `save_*` that goes through [`write_file`]).
+/// of a `save_*` that goes through [`write_file`]). Memory the system
+/// refuses is an `OutOfMemory` error, not an abort.
 pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
+    to_vec_sized(0, write)
+}
+
+/// [`to_vec`] with room for `hint` bytes reserved first (the encoded size
+/// when it is known: one allocation).
+pub(crate) fn to_vec_sized(hint: usize, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
+    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None };
+    let r = write(&mut g);
+    if let Some(n) = g.refused {
+        return Err(err!(OutOfMemory, "cannot allocate {n} bytes for the encoded bytes"));
+    }
+    r.map(|()| g.v)
+}
+
+/// An empty vector with room for `len` bytes, or `OutOfMemory` naming
+/// `what` when the system refuses them (`Vec::with_capacity` and `vec!`
+/// abort the process instead).
+pub(crate) fn room(len: usize, what: &str) -> Result<Vec<u8>> {
+    let refused = || err!(OutOfMemory, "cannot allocate {len} bytes for {what}");
+    // More than the machine's memory and swap together can never be
+    // filled: refused before the allocator is asked (which sanitizers and
+    // fuzzers report as a failure of their own).
+    if len > (1 << 30) && machine_memory().is_some_and(|m| len as u64 > m) {
+        return Err(refused());
+    }
     let mut v = Vec::new();
-    write(&mut v)?;
+    v.try_reserve_exact(len).map_err(|_| refused())?;
     Ok(v)
+}
+
+/// The machine's memory and swap in bytes (Linux `sysinfo`); None where
+/// unknown.
+fn machine_memory() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysinfo only writes the struct it is given, which is
+        // plain data (all-zero is a valid value).
+        let mut i: libc::sysinfo = unsafe { std::mem::zeroed() };
+        // SAFETY: `i` is a valid, writable sysinfo struct.
+        if unsafe { libc::sysinfo(&mut i) } == 0 {
+            return Some((i.totalram as u64).saturating_add(i.totalswap as u64).saturating_mul(u64::from(i.mem_unit.max(1))));
+        }
+    }
+    None
+}
+
+/// A protobuf message encoded into one vector sized first (prost's
+/// `encode_to_vec` aborts where the system refuses the memory).
+pub(crate) fn encoded(m: &impl prost::Message) -> Result<Vec<u8>> {
+    let mut v = room(m.encoded_len(), "the encoded message")?;
+    m.encode(&mut v).map_err(|e| err!(Internal, "protobuf encoding: {e}"))?;
+    Ok(v)
+}
+
+/// An in-memory sink whose growth is fallible: a refused growth fails the
+/// write (and is remembered, so [`to_vec_sized`] reports it as
+/// `OutOfMemory` whatever the writer made of the io error).
+struct Growing {
+    v: Vec<u8>,
+    refused: Option<usize>,
+}
+
+impl Write for Growing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.v.try_reserve(buf.len()).is_err() {
+            self.refused = Some(self.v.len().saturating_add(buf.len()));
+            return Err(std::io::ErrorKind::OutOfMemory.into());
+        }
+        self.v.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A decoding error of the file at `path`, prefixed with the path: Io and

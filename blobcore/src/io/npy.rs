@@ -17,7 +17,7 @@ use crate::blob::Blob;
 use crate::dtype::DType;
 use crate::engine::Engine;
 use crate::error::{err, Result};
-use crate::io::{byte_order, file_shape, io_err, read_file, write_file, Cursor};
+use crate::io::{byte_order, file_shape, io_err, read_file, to_vec_sized, write_file, Cursor};
 use crate::mapped::{FileMap, MapMode};
 use std::io::Write;
 use std::path::Path;
@@ -367,9 +367,7 @@ impl Blob {
 
     /// The blob serialized as a `.npy` file.
     pub fn to_npy_bytes(&self) -> Result<Vec<u8>> {
-        let mut v = Vec::with_capacity(self.byte_size() + 128);
-        encode(self, &mut v)?;
-        Ok(v)
+        to_vec_sized(self.byte_size().saturating_add(128), |w| encode(self, w))
     }
 
     /// Writes the blob as a `.npy` file to `w`.

@@ -8,8 +8,9 @@
 //! fallback.
 
 use crate::blob::{Blob, Region};
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::engine::gpu::{DevBuf, Elementwise, Gpu, Reduction};
+use crate::element::Scalar;
 use crate::error::Result;
 use crate::storage::Borrow;
 use std::sync::Arc;
@@ -73,25 +74,23 @@ fn words_per(dtype: DType) -> Option<usize> {
     dtype.size().is_multiple_of(4).then(|| dtype.size() / 4)
 }
 
-/// The fill pattern of `value` in `dtype`, as 32-bit words.
-fn pattern(dtype: DType, value: f64) -> Option<(Elementwise, [u32; 2])> {
-    let two = |bits: u64| (Elementwise::Fill2, [bits as u32, (bits >> 32) as u32]);
-    Some(match dtype {
-        DType::F32 => (Elementwise::Fill1, [f32::round_from_f64(value).to_bits(), 0]),
-        DType::I32 => (Elementwise::Fill1, [i32::round_from_f64(value) as u32, 0]),
-        DType::U32 => (Elementwise::Fill1, [u32::round_from_f64(value), 0]),
-        DType::F64 => two(value.to_bits()),
-        DType::I64 => two(i64::round_from_f64(value) as u64),
-        DType::U64 => two(u64::round_from_f64(value)),
-        _ => return None,
-    })
+/// The fill pattern of `value`'s bits, as 32-bit words (4- and 8-byte
+/// dtypes; the others take the host path).
+fn pattern(value: &Scalar) -> Option<(Elementwise, [u32; 2])> {
+    let b = value.bytes();
+    let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    match b.len() {
+        4 => Some((Elementwise::Fill1, [word(0), 0])),
+        8 => Some((Elementwise::Fill2, [word(0), word(4)])),
+        _ => None,
+    }
 }
 
-/// Fills a region with `value` (`None`: zero bytes, any dtype).
-pub(crate) fn fill(g: &Gpu, region: Region, value: Option<f64>) -> Result<bool> {
+/// Fills a region with `value`'s bits (`None`: zero bytes, any dtype).
+pub(crate) fn fill(g: &Gpu, region: Region, value: Option<&Scalar>) -> Result<bool> {
     let (op, v) = match value {
         None => (Elementwise::Fill1, [0, 0]),
-        Some(v) => match pattern(region.dtype, v) {
+        Some(v) => match pattern(v) {
             Some(p) => p,
             None => return Ok(false),
         },

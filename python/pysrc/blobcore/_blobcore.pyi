@@ -15,6 +15,9 @@ DTypeLike = Any  # a NumPy or ml_dtypes dtype, scalar type or name, or one of bl
 Axis = SupportsIndex | Dim
 StrPath = str | os.PathLike[str]
 Buffer = bytes | bytearray | memoryview
+# One element's value, converted as ``ndarray.fill`` converts it (Python
+# numbers, NumPy / ml_dtypes scalars, 0-d arrays, strings NumPy parses).
+ScalarLike = bool | int | float | np.generic | npt.ArrayLike | str
 
 class Engine:
     """Where blobs live and run."""
@@ -155,7 +158,11 @@ class Blob:
     @staticmethod
     def from_numpy(array: npt.ArrayLike, copy: bool = True, engine: Engine | None = None, dtype: DTypeLike = None) -> Blob: ...
     @staticmethod
-    def full(dims: Sequence[int], value: float, dtype: DTypeLike = None, engine: Engine | None = None) -> Blob: ...
+    def full(dims: Sequence[int], value: ScalarLike, dtype: DTypeLike = None, engine: Engine | None = None) -> Blob:
+        """``numpy.full``: ``value`` converted as ``ndarray.fill`` converts it
+        (Python ints exactly, int64 / uint64 past 2**53 included; floats round
+        to nearest even; integers truncate toward zero; OverflowError for a
+        value an integer dtype cannot hold, ValueError for NaN)."""
 
     @property
     def shape(self) -> tuple[int, ...]: ...
@@ -297,8 +304,13 @@ class Blob:
     def add(self, other: Blob) -> None: ...
     def clear(self) -> None: ...
     def clear_object(self, n: int) -> None: ...
-    def fill(self, value: float) -> None: ...
-    def fill_object(self, n: int, value: float) -> None: ...
+    def fill(self, value: ScalarLike) -> None:
+        """``ndarray.fill``: every element set to ``value``, converted as
+        NumPy converts it (exactly for Python ints; OverflowError for a value
+        an integer dtype cannot hold, ValueError for NaN; nothing changes on
+        error; a read-only blob raises ReadOnlyError first)."""
+    def fill_object(self, n: int, value: ScalarLike) -> None:
+        """Every element of object ``n`` set to ``value`` (converted as ``fill``)."""
     def scale(self, factor: float) -> None: ...
     def asum(self) -> float: ...
     def sumsq(self) -> float: ...
