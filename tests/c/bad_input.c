@@ -829,6 +829,7 @@ int main(int argc, char **argv) {
         close(sealed);
         close(unsealed);
         close(plain);
+        unlink(file);
         close(pipefd[0]);
         close(pipefd[1]);
     }
