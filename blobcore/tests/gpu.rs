@@ -168,6 +168,43 @@ fn integer_reductions_are_exact_and_equal_the_host() {
     // Squares of the extremes are exact as integers on the device.
     let ext = Blob::from_slice(&g, &[2], &[i32::MIN, i32::MAX]).unwrap();
     assert_eq!(ext.sumsq().unwrap(), ((1u128 << 62) + (i32::MAX as u128).pow(2)) as f64);
+    // Sums of squares past 2^64 (four squares of -2^31 are 2^64): a
+    // workgroup's 64-bit sum wrapped (a 3.6e18 result for 1.1e20, found
+    // from outside); the device sums in 96 (wgpu) or 128 (CUDA) bits, so
+    // the result is the exact sum rounded once, whatever threads and
+    // workgroups the elements fall in.
+    for n in [4usize, 5, 7, 300, 70_000] {
+        let big: Vec<i32> = (0..n).map(|i| if i % 3 == 1 { i32::MAX - i as i32 } else { i32::MIN + i as i32 }).collect();
+        let exact: u128 = big.iter().map(|&x| (x as i128 * x as i128) as u128).sum();
+        let gb = Blob::from_slice(&g, &[n], &big).unwrap();
+        assert_eq!(gb.sumsq().unwrap(), exact as f64, "{n} squares");
+        let cb = Blob::from_slice(&cpu, &[n], &big).unwrap();
+        let host = cb.sumsq().unwrap();
+        assert!((host - exact as f64).abs() <= 1e-12 * exact as f64, "{n}: host {host}");
+    }
+}
+
+/// f32 sums the device's f32 cannot hold (squares past 1.8e19, sums past
+/// 3.4e38) are the host's f64 sums, not infinity; inf and NaN in the data
+/// still give inf and NaN.
+#[test]
+fn f32_reductions_past_f32_range_are_the_hosts() {
+    let Some(g) = gpu() else { return };
+    let cpu = Engine::cpu();
+    for v in [vec![2e19f32; 3], vec![3e38f32, 3e38, -3e38, 1.0], vec![1e20f32; 1024], vec![f32::INFINITY, 1.0], vec![f32::NAN, 2.0, 1e30]] {
+        let (gb, cb) = (Blob::from_slice(&g, &[v.len()], &v).unwrap(), Blob::from_slice(&cpu, &[v.len()], &v).unwrap());
+        for squares in [false, true] {
+            let (d, h) = if squares { (gb.sumsq().unwrap(), cb.sumsq().unwrap()) } else { (gb.asum().unwrap(), cb.asum().unwrap()) };
+            let want: f64 = v.iter().map(|&x| if squares { x as f64 * x as f64 } else { (x as f64).abs() }).sum();
+            // Finite, inf or NaN as the host's f64 sum is, and within the
+            // device's documented 1e-5 of it.
+            assert_eq!((d.is_finite(), d.is_nan()), (h.is_finite(), h.is_nan()), "{v:?} squares={squares}: device {d}, host {h}");
+            assert!(d == want || (d.is_nan() && want.is_nan()) || (d - want).abs() <= 1e-5 * want.abs(), "{v:?} squares={squares}: {d} vs {want}");
+            if want > f32::MAX as f64 {
+                assert_eq!(d.to_bits(), h.to_bits(), "{v:?} squares={squares}: past f32's range the host decides");
+            }
+        }
+    }
 }
 
 #[test]

@@ -170,6 +170,23 @@ def test_integer_reductions_are_exact(gpu, rng):
     small = (a % 4096).astype(np.int32)
     s = bc.Blob.from_numpy(small, engine=gpu)
     assert s.sumsq() == float((small.astype(np.int64) ** 2).sum())
+    # Sums of squares past 2^64 (a workgroup's 64-bit sum wrapped): the
+    # exact integer sum (Python ints) rounded once.
+    assert g.sumsq() == float(sum(int(v) * int(v) for v in a.tolist()))
+    extremes = bc.Blob.from_numpy(np.array([-(2**31)] * 5 + [2**31 - 1] * 3, np.int32), engine=gpu)
+    assert extremes.sumsq() == float(5 * 2**62 + 3 * (2**31 - 1) ** 2)
+
+
+def test_f32_sums_past_f32_range_are_finite(gpu):
+    # Squares past 1.8e19 overflow the device's f32; the host's f64 sum
+    # decides then (inf and NaN in the data still give inf and NaN).
+    for values in ([2e19] * 3, [3e38, 3e38, -3e38], [np.inf, 1.0], [np.nan, 1e30]):
+        a = np.array(values, np.float32)
+        b = bc.Blob.from_numpy(a, engine=gpu)
+        host = bc.Blob.from_numpy(a, engine=bc.Engine.cpu())
+        for got, want in ((b.sumsq(), host.sumsq()), (b.asum(), host.asum())):
+            assert np.isfinite(got) == np.isfinite(want) and np.isnan(got) == np.isnan(want), (values, got, want)
+            assert np.isnan(want) or got == want or abs(got - want) <= 1e-5 * abs(want), (values, got, want)
 
 
 def test_f32_sums_keep_their_documented_bound(gpu, rng):

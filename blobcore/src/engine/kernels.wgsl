@@ -247,28 +247,35 @@ fn reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocati
 }
 
 // Exact integer reductions of i32 words: every thread accumulates |x| (op
-// 2) or x*x (op 3) in a 64-bit integer emulated with two u32 words, the
+// 2) or x*x (op 3) in a 96-bit integer emulated with three u32 words, the
 // workgroup adds its threads' sums the same way, and each workgroup
-// writes its (lo, hi) pair; the host adds the pairs as integers. Exact
-// while a workgroup's sum stays below 2^64 (so every result below 2^53
-// equals the host's bit for bit).
+// writes its (lo, mid, hi) words; the host adds them as integers. Exact
+// for any element count below 2^32: each square is below 2^63, so every
+// sum stays below 2^95 (two words wrapped past 2^64 with four squares of
+// -2^31).
 // p = [op, n, src_off]
 var<workgroup> part_lo: array<u32, 256>;
+var<workgroup> part_mid: array<u32, 256>;
 var<workgroup> part_hi: array<u32, 256>;
 
-fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+fn add96(a: vec3<u32>, b: vec3<u32>) -> vec3<u32> {
     let lo = a.x + b.x;
-    return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+    let c0 = select(0u, 1u, lo < a.x);
+    let mid1 = a.y + b.y;
+    let c1 = select(0u, 1u, mid1 < a.y);
+    let mid = mid1 + c0;
+    let c2 = select(0u, 1u, mid < mid1);
+    return vec3<u32>(lo, mid, a.z + b.z + c1 + c2);
 }
 
-// a * a for a < 2^32, as (lo, hi): a = ah * 2^16 + al, so
+// a * a for a < 2^32, as (lo, mid, 0): a = ah * 2^16 + al, so
 // a^2 = ah^2 * 2^32 + 2 * (ah * al) * 2^16 + al^2.
-fn square64(a: u32) -> vec2<u32> {
+fn square96(a: u32) -> vec3<u32> {
     let al = a & 0xFFFFu;
     let ah = a >> 16u;
     let mid = ah * al;
-    let shifted = vec2<u32>(mid << 16u, mid >> 16u);
-    return add64(add64(vec2<u32>(al * al, ah * ah), shifted), shifted);
+    let shifted = vec3<u32>(mid << 16u, mid >> 16u, 0u);
+    return add96(add96(vec3<u32>(al * al, ah * ah, 0u), shifted), shifted);
 }
 
 @compute @workgroup_size(256)
@@ -278,31 +285,35 @@ fn reduce_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invo
     let n = p(1u);
     let s0 = p(2u);
     let stride = nwg.x * WG;
-    var acc = vec2<u32>(0u, 0u);
+    var acc = vec3<u32>(0u, 0u, 0u);
     for (var i = gid.x; i < n; i += stride) {
         let w = src[s0 + i];
         // |x| as u32: exact for every i32, 2^31 included.
         let a = select(w, 0u - w, (w & 0x80000000u) != 0u);
         if (squares) {
-            acc = add64(acc, square64(a));
+            acc = add96(acc, square96(a));
         } else {
-            acc = add64(acc, vec2<u32>(a, 0u));
+            acc = add96(acc, vec3<u32>(a, 0u, 0u));
         }
     }
     part_lo[lid.x] = acc.x;
-    part_hi[lid.x] = acc.y;
+    part_mid[lid.x] = acc.y;
+    part_hi[lid.x] = acc.z;
     workgroupBarrier();
     for (var half = WG / 2u; half > 0u; half /= 2u) {
         if (lid.x < half) {
-            let r = add64(vec2<u32>(part_lo[lid.x], part_hi[lid.x]), vec2<u32>(part_lo[lid.x + half], part_hi[lid.x + half]));
+            let r = add96(vec3<u32>(part_lo[lid.x], part_mid[lid.x], part_hi[lid.x]),
+                          vec3<u32>(part_lo[lid.x + half], part_mid[lid.x + half], part_hi[lid.x + half]));
             part_lo[lid.x] = r.x;
-            part_hi[lid.x] = r.y;
+            part_mid[lid.x] = r.y;
+            part_hi[lid.x] = r.z;
         }
         workgroupBarrier();
     }
     if (lid.x == 0u) {
-        dst[2u * wid.x] = part_lo[0];
-        dst[2u * wid.x + 1u] = part_hi[0];
+        dst[3u * wid.x] = part_lo[0];
+        dst[3u * wid.x + 1u] = part_mid[0];
+        dst[3u * wid.x + 2u] = part_hi[0];
     }
 }
 

@@ -618,8 +618,9 @@ impl Wgpu {
 
     /// Sum of |x| or x^2 over `n` words at `src_off`. f32: per-workgroup
     /// f32 partials on the device, added in f64 here (about 1e-5
-    /// relative). i32: exact, per-workgroup 64-bit integer partials added
-    /// here as integers (equal to the host's result below 2^53).
+    /// relative). i32: exact, per-workgroup 96-bit integer partials (three
+    /// words) added here as integers and rounded once (equal to the host's
+    /// result below 2^53).
     pub(crate) fn reduce(&self, op: Reduction, src: &wgpu::Buffer, src_off: usize, n: usize) -> Result<f64> {
         if n == 0 {
             return Ok(0.0);
@@ -628,7 +629,7 @@ impl Wgpu {
         let groups = (n as u64).div_ceil(WG * 64).clamp(1, MAX_GROUPS);
         let params = [op as u32, Self::words(n)?, Self::words(src_off)?];
         let integer = matches!(op, Reduction::AsumI32 | Reduction::SumsqI32);
-        let words = if integer { 2 } else { 1 } * groups as usize;
+        let words = if integer { 3 } else { 1 } * groups as usize;
         let partials = self.alloc(words * 4)?;
         if !integer && n.is_multiple_of(4) && src_off.is_multiple_of(4) {
             let params = [op as u32, Self::words(n / 4)?, Self::words(src_off / 4)?];
@@ -641,7 +642,12 @@ impl Wgpu {
         self.read_back(&partials, 0, &mut bytes)?;
         let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         if integer {
-            let total: u128 = bytes.chunks_exact(8).map(|c| u128::from(word(&c[..4])) | (u128::from(word(&c[4..])) << 32)).sum();
+            // Three words per workgroup, each sum below 2^95: the total of
+            // at most MAX_GROUPS of them fits a u128 exactly.
+            let total: u128 = bytes
+                .chunks_exact(12)
+                .map(|c| u128::from(word(&c[..4])) | (u128::from(word(&c[4..8])) << 32) | (u128::from(word(&c[8..])) << 64))
+                .sum();
             return Ok(total as f64);
         }
         Ok(bytes.chunks_exact(4).map(|c| f32::from_bits(word(c)) as f64).sum())

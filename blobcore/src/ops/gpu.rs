@@ -144,7 +144,9 @@ pub(crate) fn binary(g: &Gpu, dst: Region, src: Region, subtract: bool) -> Resul
     Ok(true)
 }
 
-/// asum (`squares`: sumsq) of an f32 or i32 region.
+/// asum (`squares`: sumsq) of an f32 or i32 region; None when the host
+/// must compute it (other dtypes, a region the device cannot take, or an
+/// f32 sum that is not finite).
 pub(crate) fn reduce(g: &Gpu, region: Region, squares: bool) -> Result<Option<f64>> {
     let op = match (region.dtype, squares) {
         (DType::F32, false) => Reduction::AsumF32,
@@ -156,6 +158,13 @@ pub(crate) fn reduce(g: &Gpu, region: Region, squares: bool) -> Result<Option<f6
     let Some(s) = Side::new(g, region, false)? else { return Ok(None) };
     let sum = g.reduce(op, &s.buffer, s.off, s.words)?;
     s.done()?;
+    // An f32 sum that is not finite may be the device's f32 overflowing
+    // (a square past 1.8e19, partials past 3.4e38) where the host's f64
+    // sum is finite: the host decides (also when the data holds inf or
+    // NaN, which it then returns).
+    if !sum.is_finite() {
+        return Ok(None);
+    }
     Ok(Some(sum))
 }
 

@@ -125,7 +125,8 @@ impl Blob {
     /// `(max(n/16, 11) + n/65536 + 5) * 2^-53` (to first order) of the sum
     /// of the absolute terms (terms of f32, f16, bf16 and integers up to
     /// 2^53 are exact in f64). The GPU engine adds f32 partials for f32 blobs
-    /// (about 1e-5 relative) and sums i32 blobs exactly in 64-bit integers
+    /// (about 1e-5 relative; a sum past f32's range is computed here) and
+    /// sums i32 blobs exactly in 96- or 128-bit integers, rounded once
     /// (bit-equal to this result below 2^53).
     pub fn asum(&self) -> Result<f64> {
         self.dtype().check_arithmetic("asum")?;

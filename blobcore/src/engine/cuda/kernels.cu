@@ -334,16 +334,34 @@ extern "C" __global__ void reduce_f32x4(u32 op, float* partials, const uint4* sr
 }
 
 // Exact integer reductions of i32 words: op 2 sum |x|, op 3 sum x^2, in
-// 64-bit integers per thread and per block (exact while a block's sum
-// stays below 2^64). The host adds the partials as integers.
+// 128-bit integers (two u64 words) per thread and per block: exact for
+// any count (each square is below 2^63; one u64 wrapped past 2^64 with
+// four squares of -2^31). The host adds the (lo, hi) pairs as integers.
 extern "C" __global__ void reduce_i32(u32 op, u64* partials, const u32* src, u64 n) {
-    __shared__ u64 part[256];
+    __shared__ u64 lo[256];
+    __shared__ u64 hi[256];
     u64 stride = (u64)gridDim.x * blockDim.x;
-    u64 acc = 0;
+    u64 acc_lo = 0, acc_hi = 0;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         u32 w = src[i];
         u64 a = (w & 0x80000000u) ? (u64)(0u - w) : (u64)w;
-        acc += (op == 3) ? a * a : a;
+        u64 v = (op == 3) ? a * a : a;
+        acc_lo += v;
+        acc_hi += (acc_lo < v) ? 1 : 0;
     }
-    block_total(acc, part, partials);
+    lo[threadIdx.x] = acc_lo;
+    hi[threadIdx.x] = acc_hi;
+    __syncthreads();
+    for (u32 h = 128; h > 0; h >>= 1) {
+        if (threadIdx.x < h) {
+            u64 l = lo[threadIdx.x] + lo[threadIdx.x + h];
+            hi[threadIdx.x] += hi[threadIdx.x + h] + ((l < lo[threadIdx.x]) ? 1 : 0);
+            lo[threadIdx.x] = l;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partials[2 * blockIdx.x] = lo[0];
+        partials[2 * blockIdx.x + 1] = hi[0];
+    }
 }

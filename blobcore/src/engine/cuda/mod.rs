@@ -704,7 +704,7 @@ impl Cuda {
 
     /// Sum of |x| (`op` 0, 2) or x^2 (1, 3) over `n` words at word
     /// `src_off`: f32 (0, 1) as per-block f32 partials added in f64 here;
-    /// i32 (2, 3) exactly, as 64-bit integer partials.
+    /// i32 (2, 3) exactly, as 128-bit integer partials (two u64 words).
     pub(crate) fn reduce(&self, op: u32, src: &CudaMem, src_off: usize, n: usize) -> Result<f64> {
         if n == 0 {
             return Ok(0.0);
@@ -716,7 +716,7 @@ impl Cuda {
         let vec = !integer && start.is_multiple_of(16) && n.is_multiple_of(4);
         let items = if vec { n as u64 / 4 } else { n as u64 };
         let blocks = items.div_ceil(BLOCK as u64 * 16).clamp(1, self.multiprocessors as u64 * 16) as u32;
-        let partials = self.alloc(blocks as usize * if integer { 8 } else { 4 })?;
+        let partials = self.alloc(blocks as usize * if integer { 16 } else { 4 })?;
         let (mut op_, mut pp, mut sp, mut nn) = (op, partials.ptr, start, items);
         let mut args: [*mut c_void; 4] = [&mut op_ as *mut u32 as _, &mut pp as *mut u64 as _, &mut sp as *mut u64 as _, &mut nn as *mut u64 as _];
         let f = match (integer, vec) {
@@ -725,10 +725,10 @@ impl Cuda {
             (false, false) => self.kernels.reduce_f32,
         };
         self.launch("reduction", f, (blocks, 1, 1), (BLOCK, 1, 1), &mut args)?;
-        let mut bytes = vec![0u8; blocks as usize * if integer { 8 } else { 4 }];
+        let mut bytes = vec![0u8; blocks as usize * if integer { 16 } else { 4 }];
         self.read_back(&partials, 0, &mut bytes)?;
         if integer {
-            let total: u128 = bytes.chunks_exact(8).map(|c| u128::from(u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))).sum();
+            let total: u128 = bytes.chunks_exact(16).map(|c| u128::from_le_bytes(c.try_into().unwrap_or([0; 16]))).sum();
             return Ok(total as f64);
         }
         Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as f64).sum())
