@@ -94,6 +94,19 @@ int main(void) {
         CHECK(blob_asum(bi, &s) == BLOB_OK && s == 168430090.0);
         blob_free(bi);
     }
+    /* Past 2^64: five squares of -2^31 are 5 * 2^62 (64-bit sums wrapped
+     * to 2^62); f32 squares past f32's range are the host's f64 sum. */
+    {
+        static const int32_t mins[5] = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+        static const float bigs[3] = {2e19f, 2e19f, 2e19f};
+        Blob *bi = NULL, *bf = NULL;
+        CHECK(blob_create_vector(gpu, BLOB_I32, 5, &bi) == BLOB_OK && blob_copy_from_host(bi, mins, sizeof mins) == BLOB_OK);
+        CHECK(blob_sumsq(bi, &s) == BLOB_OK && s == 5.0 * 4611686018427387904.0);
+        CHECK(blob_create_vector(gpu, BLOB_F32, 3, &bf) == BLOB_OK && blob_copy_from_host(bf, bigs, sizeof bigs) == BLOB_OK);
+        CHECK(blob_sumsq(bf, &s) == BLOB_OK && s == 3.0 * (double)2e19f * (double)2e19f);
+        blob_free(bi);
+        blob_free(bf);
+    }
 
     blob_free(b);
     blob_engine_free(owner);
