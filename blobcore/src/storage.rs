@@ -169,6 +169,9 @@ struct BorrowEntry {
     exclusive: bool,
     /// Held by a GPU kernel rather than host code.
     device: bool,
+    /// A hold ([`Storage::hold`]): the thread whose own accesses it lets
+    /// through (every other access clashes with it).
+    holder: Option<std::thread::ThreadId>,
 }
 
 #[derive(Default)]
@@ -753,7 +756,11 @@ impl Storage {
             return Err(err!(Internal, "borrow [{start}, {end}) outside storage of {len} bytes"));
         }
         if start < end {
-            let clash = t.entries.iter().find(|e| e.start < end && start < e.end && (exclusive || e.exclusive));
+            // A hold lets its own thread through (the thread id is asked
+            // for only when an overlapping hold exists).
+            let clash = t.entries.iter().find(|e| {
+                e.start < end && start < e.end && (exclusive || e.exclusive) && e.holder.is_none_or(|h| h != std::thread::current().id())
+            });
             if let Some(e) = clash {
                 let (mine, theirs) = (
                     if exclusive { "written" } else { "read" },
@@ -774,8 +781,29 @@ impl Storage {
         Self::check_clash(t, len, start, end, exclusive)?;
         t.next_id += 1;
         let id = t.next_id;
-        t.entries.push(BorrowEntry { id, start, end, exclusive, device });
+        t.entries.push(BorrowEntry { id, start, end, exclusive, device, holder: None });
         Ok(id)
+    }
+
+    /// Holds bytes `[start, end)` for the calling thread: every other
+    /// thread's access to them is `Busy` until the hold is dropped, while
+    /// this thread's own accesses go through (each still registers and
+    /// checks against everything else). What a read-modify-write of
+    /// memory no single borrow can cover (a copy of a strided or blocked
+    /// blob's values, worked on, copied back) holds, so that no other
+    /// write lands in between and is overwritten. Fails with `Busy` when
+    /// anything else borrows those bytes now, `ReadOnly` for read-only
+    /// memory.
+    pub(crate) fn hold(self: &Arc<Self>, start: usize, end: usize) -> Result<Borrow> {
+        self.check_writable(true)?;
+        let mut st = lock(&self.state);
+        // Marked as a device borrow: releasing it pushes nothing to a
+        // device copy (the accesses made under it did that themselves).
+        let id = Self::register(&mut st.borrows, self.len, start, end, true, true)?;
+        if let Some(e) = st.borrows.entries.last_mut() {
+            e.holder = Some(std::thread::current().id());
+        }
+        Ok(Borrow { storage: Arc::clone(self), id })
     }
 
     fn release_borrow(&self, id: u64) {

@@ -659,6 +659,9 @@ impl BlobMap {
             let dense = if b.is_dense() { b.slice(&[])? } else { b.copy()? };
             tensors.push((e.name(), t, dense));
         }
+        // The header first (small), then room for the whole file at once:
+        // memory the system refuses is an error, not an abort, and the
+        // tensors' bytes never move once written.
         let mut out = Vec::new();
         out.extend_from_slice(b"GGUF");
         out.extend_from_slice(&3u32.to_le_bytes());
@@ -680,13 +683,22 @@ impl BlobMap {
             out.extend_from_slice(&offset.to_le_bytes());
             offset += (b.byte_size() as u64).div_ceil(alignment) * alignment;
         }
+        let data_start = (out.len() as u64).div_ceil(alignment) * alignment;
+        let total = data_start
+            .checked_add(offset)
+            .and_then(|t| usize::try_from(t).ok())
+            .ok_or_else(|| err!(OutOfMemory, "{FORMAT}: the file would be {data_start} + {offset} bytes"))?;
+        let mut file = crate::io::room(total, "the GGUF file")?;
+        file.extend_from_slice(&out);
+        drop(out);
         let pad = |out: &mut Vec<u8>| out.resize((out.len() as u64).div_ceil(alignment) as usize * alignment as usize, 0);
-        pad(&mut out);
+        pad(&mut file);
         for (_, _, b) in &tensors {
-            out.extend_from_slice(b.snapshot().into_read()?.bytes());
-            pad(&mut out);
+            file.extend_from_slice(b.snapshot().into_read()?.bytes());
+            pad(&mut file);
         }
-        Ok(out)
+        debug_assert_eq!(file.len(), total);
+        Ok(file)
     }
 
     /// Saves the map as a GGUF file (see [`BlobMap::to_gguf_bytes`]),

@@ -40,11 +40,24 @@ impl Blob {
     /// zeroed one (`fresh` true, for kernels that write every element),
     /// copied back into this blob when `f` succeeds. On error nothing
     /// changes.
+    ///
+    /// The memory this blob reaches is held for the calling thread from
+    /// the copy in to the copy back ([`crate::storage::Storage::hold`]):
+    /// another thread's access to it in between is `Busy`, as against a
+    /// dense blob's own operation, instead of landing and being
+    /// overwritten by the copy back (two threads filling different objects
+    /// of one strided view lost one of the fills).
     pub(crate) fn through_dense<R>(&self, fresh: bool, f: impl FnOnce(&Blob) -> Result<R>) -> Result<R> {
         if self.is_dense() {
             return f(self);
         }
         self.check_writable()?;
+        let (storage, start, end) = {
+            let st = self.state();
+            let es = self.dtype().size();
+            (Arc::clone(&st.storage), st.offset * es, (st.offset + st.span()?) * es)
+        };
+        let _hold = storage.hold(start, end)?;
         let tmp = if fresh { self.clone_zeroed()? } else { self.copy()? };
         let r = f(&tmp)?;
         self.copy_from(&tmp)?;
