@@ -170,8 +170,8 @@ struct BorrowEntry {
     /// Held by a GPU kernel rather than host code.
     device: bool,
     /// A hold ([`Storage::hold`]): the thread whose own accesses it lets
-    /// through (every other access clashes with it).
-    holder: Option<std::thread::ThreadId>,
+    /// through (every other access clashes with it), as [`this_thread`].
+    holder: Option<u64>,
 }
 
 #[derive(Default)]
@@ -759,7 +759,7 @@ impl Storage {
             // A hold lets its own thread through (the thread id is asked
             // for only when an overlapping hold exists).
             let clash = t.entries.iter().find(|e| {
-                e.start < end && start < e.end && (exclusive || e.exclusive) && e.holder.is_none_or(|h| h != std::thread::current().id())
+                e.start < end && start < e.end && (exclusive || e.exclusive) && e.holder.is_none_or(|h| h != this_thread())
             });
             if let Some(e) = clash {
                 let (mine, theirs) = (
@@ -801,7 +801,7 @@ impl Storage {
         // device copy (the accesses made under it did that themselves).
         let id = Self::register(&mut st.borrows, self.len, start, end, true, true)?;
         if let Some(e) = st.borrows.entries.last_mut() {
-            e.holder = Some(std::thread::current().id());
+            e.holder = Some(this_thread());
         }
         Ok(Borrow { storage: Arc::clone(self), id })
     }
@@ -821,6 +821,25 @@ impl Storage {
     pub fn borrow_count(&self) -> usize {
         lock(&self.state).borrows.entries.len()
     }
+}
+
+/// A number naming the calling thread for holds, never reused: a
+/// constant-initialized thread-local (no allocation, no destructor, unlike
+/// `std::thread::current`, whose handle a process's main thread never
+/// frees).
+fn this_thread() -> u64 {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static ID: Cell<u64> = const { Cell::new(0) });
+    ID.with(|id| match id.get() {
+        0 => {
+            let fresh = NEXT.fetch_add(1, Ordering::Relaxed);
+            id.set(fresh);
+            fresh
+        }
+        known => known,
+    })
 }
 
 impl Drop for Storage {

@@ -474,6 +474,13 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         OUT_OF_RANGE, "object 6 is not below the object count 6", |f| unchanged(&f.b, |x| x.fill_object_element(6, &Scalar::of(1i32)));
         READ_ONLY, "read-only", |f| read_only(&f.e).fill_object_element(0, &Scalar::of(9f32));
         // Read-only is judged before the value.
+        // Indexed assignment on any layout (keys inside blocks included).
+        OUT_OF_RANGE, "out of bounds", |f| f.a.index_dims(&[Index::At(5)]).map(|_| ());
+        OUT_OF_RANGE, "out of bounds", |f| unchanged(&f.blocked, |x| x.fill_index(&[Index::ALL, Index::At(8)], &Scalar::of(1f32)));
+        DTYPE, "without a cast", |f| unchanged(&f.blocked, |x| x.fill_index(&[Index::ALL, Index::Range { start: Some(1), stop: None, step: None }], &Scalar::of(1i32)));
+        SHAPE, "", |f| unchanged(&f.blocked, |x| x.copy_index_from(&[Index::ALL, Index::Range { start: Some(1), stop: None, step: None }], &Blob::tensor(&f.e, DType::F32, &[1, 6, 2, 2])?));
+        DTYPE, "", |f| unchanged(&f.blocked, |x| x.copy_index_from(&[Index::ALL, Index::Range { start: Some(1), stop: None, step: None }], &Blob::tensor(&f.e, DType::F64, &[1, 7, 2, 2])?));
+        READ_ONLY, "read-only", |f| read_only(&f.e).fill_index(&[Index::ALL], &Scalar::of(1f32));
         READ_ONLY, "read-only", |f| read_only_u8(&f.e).fill(-1.0);
         READ_ONLY, "read-only", |f| read_only_u8(&f.e).fill_object(0, 300.0);
         // DLPack's exchange-API allocator refuses what it cannot make.

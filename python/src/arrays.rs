@@ -229,24 +229,30 @@ pub fn copy_array(py: Python<'_>, array: &Bound<'_, PyAny>, engine: &Engine) -> 
 /// NumPy converts and broadcasts it; axes in `flipped` are reversed (the
 /// view runs forwards over a negative-step key).
 pub fn assigned_value(py: Python<'_>, value: &Bound<'_, PyAny>, view: &Blob) -> PyResult<Blob> {
-    // An ndarray of the view's dtype and dims is what `asarray` and
+    assigned_value_as(py, value, view.dtype(), &view.dims(), view.engine())
+}
+
+/// [`assigned_value`] for a target of `dtype` and `dims` on `engine`
+/// given apart (a key whose view no layout describes has no view blob).
+pub fn assigned_value_as(py: Python<'_>, value: &Bound<'_, PyAny>, dtype: DType, dims: &[usize], engine: &Engine) -> PyResult<Blob> {
+    // An ndarray of the target's dtype and dims is what `asarray` and
     // `broadcast_to` would return (`broadcast_to` is Python code:
     // microseconds): copied as it is.
     if is_ndarray(py, value)? {
         if let Some(dt) = dtype_attr(value)? {
-            if crate::dtypes::by_identity(py, &dt)? == Some(view.dtype()) {
-                let dims: Vec<usize> = value.getattr(pyo3::intern!(py, "shape"))?.extract()?;
-                if dims == view.dims() {
-                    return copy_array(py, value, view.engine());
+            if crate::dtypes::by_identity(py, &dt)? == Some(dtype) {
+                let shape: Vec<usize> = value.getattr(pyo3::intern!(py, "shape"))?.extract()?;
+                if shape == dims {
+                    return copy_array(py, value, engine);
                 }
             }
         }
     }
     let np = py.import("numpy")?;
     let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", numpy_dtype(py, view.dtype())?)?;
+    kwargs.set_item("dtype", numpy_dtype(py, dtype)?)?;
     let v = np.getattr("asarray")?.call((value,), Some(&kwargs))?;
-    let shape = pyo3::types::PyTuple::new(py, view.dims())?;
+    let shape = pyo3::types::PyTuple::new(py, dims)?;
     let v = np.getattr("broadcast_to")?.call1((v, shape))?;
-    copy_array(py, &v, view.engine())
+    copy_array(py, &v, engine)
 }

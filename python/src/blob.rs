@@ -1084,7 +1084,24 @@ impl PyBlob {
                         return core(b.set_element(&at, &s));
                     }
                 }
-                let view = core(b.index(&k))?;
+                let view = match b.index(&k) {
+                    Ok(v) => v,
+                    // No layout describes the view (inside the blocks of
+                    // a blocked dim): the core assigns through a dense copy.
+                    Err(blobcore::Error::Unsupported(_)) if !b.is_dense() => {
+                        if plain {
+                            if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                                let b = b.clone();
+                                return run(py, b.is_small(), move || b.fill_index(&k, &s));
+                            }
+                        }
+                        let dims = core(b.index_dims(&k))?;
+                        let src = arrays::assigned_value_as(py, value, b.dtype(), &dims, b.engine())?;
+                        let b = b.clone();
+                        return run(py, b.is_small(), move || b.copy_index_from(&k, &src));
+                    }
+                    Err(e) => return core(Err(e)),
+                };
                 if plain {
                     // One conversion, then a fill in place (without the
                     // GIL when the view is large).

@@ -27,7 +27,7 @@ class Fx:
     def digest(self):
         return [
             (x.shape, str(x.dtype), x.to_npy_bytes(), x.held_buffers)
-            for x in [self.a, self.b, self.c, self.v, self.w, self.l]
+            for x in [self.a, self.b, self.c, self.v, self.w, self.l, self.blk]
         ]
 
 
@@ -182,6 +182,11 @@ ROWS = [
     (lambda f: bc.Blob.from_numpy(READ_ONLY, copy=False).__setitem__(0, 1), bc.ReadOnlyError, "read-only"),
     (lambda f: bc.Blob.from_numpy(READ_ONLY, copy=False).copy_from(np.ones(3, np.float32)), bc.ReadOnlyError, "read-only"),
     (lambda f: bc.Blob.from_numpy(READ_ONLY, copy=False)[1:].fill(1), bc.ReadOnlyError, "read-only"),
+    # Assignment through keys inside blocks (a dense copy in the core):
+    # NumPy's broadcast and conversion errors, nothing changed.
+    (lambda f: f.blk.__setitem__((slice(None), slice(1, None)), np.zeros((5, 5), np.float32)), ValueError, "broadcast"),
+    (lambda f: f.blk.__setitem__((slice(None), slice(1, None)), "x"), ValueError, ""),
+    (lambda f: f.blk.__setitem__((slice(None), slice(1, None), 9), 1.0), IndexError, ""),
     # Writability is judged before the value, as NumPy judges it.
     (lambda f: bc.Blob.from_numpy(READ_ONLY, copy=False).fill("x"), bc.ReadOnlyError, "read-only"),
     (lambda f: bc.asblob(np.frombuffer(b"abcd", np.uint8)).fill(-1), bc.ReadOnlyError, "read-only"),

@@ -4,6 +4,7 @@
 //! memory.
 
 pub mod arith;
+pub mod assign;
 pub mod cast;
 pub mod copy;
 pub mod fill;
