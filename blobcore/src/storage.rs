@@ -623,9 +623,10 @@ impl Storage {
             // copy of them is never used), or by a kernel in flight on
             // another thread (uploading stale host bytes there would undo
             // its result). They are not this kernel's: the borrows clash
-            // otherwise.
+            // otherwise. A hold writes nothing itself (the accesses made
+            // under it register their own borrows), so its bytes upload.
             let mut busy: Vec<(usize, usize)> =
-                st.borrows.entries.iter().filter(|e| e.exclusive).map(|e| (e.start, e.end)).collect();
+                st.borrows.entries.iter().filter(|e| e.exclusive && e.holder.is_none()).map(|e| (e.start, e.end)).collect();
             if busy.is_empty() {
                 gpu.upload(dev, 0, host)?;
             } else {
