@@ -663,6 +663,14 @@ public:
     void clear_object(int64_t n) { check(blob_clear_object(h_, n)); }
     void fill(double v) { check(blob_fill(h_, v)); }
     void fill_object(int64_t n, double v) { check(blob_fill_object(h_, n, v)); }
+    /// Every element set to `*value`'s bits (one element of `dtype`, the
+    /// blob's: int64/uint64 past 2^53 exactly).
+    template <typename T>
+    void fill_element(int32_t dtype, const T &value) { check(blob_fill_element(h_, dtype, &value)); }
+    template <typename T>
+    void fill_object_element(int64_t n, int32_t dtype, const T &value) {
+        check(blob_fill_object_element(h_, n, dtype, &value));
+    }
     void scale(double v) { check(blob_scale(h_, v)); }
     /// Caffe Update: data -= diff.
     void update() { check(blob_update(h_)); }

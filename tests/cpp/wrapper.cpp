@@ -122,6 +122,22 @@ int main(int argc, char **argv) {
         CHECK(f.asum() == 24.0);
         f.clear_object(0);
         CHECK(f.asum() == 24.0 - 4.0);  // object 0 is element 0 (objects of a 2x3 matrix are elements)
+        {
+            // Exact fills: int64 past 2^53, one object; a wrong dtype throws.
+            auto x = blob::Blob::tensor(BLOB_I64, {2, 3});
+            const int64_t big = INT64_C(8587004344907571699);
+            x.fill_element(BLOB_I64, big);
+            for (int64_t v : x.to_vector<int64_t>()) CHECK(v == big);
+            x.fill_object_element(1, BLOB_I64, int64_t{-1});
+            CHECK(x.to_vector<int64_t>()[1] == -1 && x.to_vector<int64_t>()[2] == big);
+            bool threw = false;
+            try {
+                x.fill_element(BLOB_I32, int32_t{1});
+            } catch (const blob::Error &) {
+                threw = true;
+            }
+            CHECK(threw && x.to_vector<int64_t>()[0] == big);
+        }
         f.clear();
         f.fill_object(1, 1.0);
         CHECK(f.asum() == 1.0);
