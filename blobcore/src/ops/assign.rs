@@ -13,14 +13,7 @@ impl Blob {
     /// [`Blob::index`] for a bad key (out of range, a zero step).
     pub fn index_dims(&self, key: &[Index]) -> Result<Vec<usize>> {
         let dims = self.dims();
-        let mut strides = vec![0isize; dims.len()];
-        let mut unit = 1isize;
-        for (s, &d) in strides.iter_mut().zip(&dims).rev() {
-            *s = unit;
-            // A shape's count fits i64, so the row-major strides do too.
-            unit = unit.saturating_mul(d as isize);
-        }
-        Ok(plan(&dims, &strides, key)?.dims.to_vec())
+        Ok(plan(&dims, &crate::layout::row_major_strides(&dims, 1), key)?.dims.to_vec())
     }
 
     /// `self[key] = value` with one element's bits: every element `key`
