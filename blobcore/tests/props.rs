@@ -1008,3 +1008,38 @@ proptest! {
         prop_assert!(bytes == kept, "writing the blob reached the bytes it was made from");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, rng_seed: proptest::test_runner::RngSeed::Fixed(68), ..ProptestConfig::default() })]
+
+    /// `fill_index` / `copy_index_from` on a channel-blocked blob (keys
+    /// inside the blocks included: through a dense copy) leave exactly
+    /// what the same assignment leaves on a dense blob of the same values.
+    #[test]
+    fn indexed_assignment_on_blocked_blobs_is_the_dense_ones(
+        n in 1usize..3, c in 1usize..20, hw in 1usize..4, block in prop::sample::select(vec![4usize, 8, 16]),
+        start in 0i64..20, step in prop::sample::select(vec![1i64, 2, 3, -1, -2]), by_copy in any::<bool>(),
+    ) {
+        use blobcore::{BlockingDesc, Index, Scalar, TensorDesc};
+        let e = common::engine();
+        let dims = [n, c, hw, hw];
+        let count = n * c * hw * hw;
+        let dense = Blob::from_slice(&e, &dims, &(0..count).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+        let blk = BlockingDesc::new(&[n, c.div_ceil(block), hw, hw, block], &[0, 1, 2, 3, 1]).unwrap();
+        let b = Blob::with_desc(&e, &TensorDesc::with_blocking(DType::F32, &dims, blk).unwrap()).unwrap();
+        b.reorder_from(&dense).unwrap();
+        let key = [Index::ALL, Index::Range { start: Some(start % c as i64), stop: None, step: Some(step) }];
+        let vd = dense.index(&key).unwrap();
+        prop_assert_eq!(b.index_dims(&key).unwrap(), vd.dims().to_vec());
+        if by_copy {
+            let k = vd.count();
+            let src = Blob::from_slice(&e, &vd.dims(), &(0..k).map(|i| -(i as f32) - 1.0).collect::<Vec<_>>()).unwrap();
+            b.copy_index_from(&key, &src).unwrap();
+            vd.copy_from(&src).unwrap();
+        } else {
+            b.fill_index(&key, &Scalar::of(-7f32)).unwrap();
+            vd.fill_element(&Scalar::of(-7f32)).unwrap();
+        }
+        prop_assert_eq!(b.copy().unwrap().to_vec::<f32>().unwrap(), dense.to_vec::<f32>().unwrap());
+    }
+}
