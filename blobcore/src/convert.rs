@@ -64,7 +64,6 @@ pub(crate) const F8E5M2: Format = Format { exp_bits: 5, man_bits: 2, kind: Kind:
 /// float8_e8m0fnu.
 pub(crate) const F8E8M0FNU: Format = Format { exp_bits: 8, man_bits: 0, kind: Kind::ExponentOnly };
 /// IEEE binary32.
-#[cfg(test)]
 pub(crate) const F32: Format = Format { exp_bits: 8, man_bits: 23, kind: Kind::Ieee };
 
 impl Format {
@@ -209,6 +208,20 @@ pub(crate) fn f32_to_format(x: f32, fmt: Format) -> u64 {
 #[inline]
 pub(crate) fn i64_to_format(v: i64, fmt: Format) -> u64 {
     round_float(v < 0, v.unsigned_abs(), 0, fmt)
+}
+
+/// The integer `(-1)^neg * m` into `fmt`, rounded once. Magnitudes past
+/// 64 bits keep their top 64 bits with the rest folded into the lowest
+/// (a sticky bit: round to odd), which leaves the rounding to `fmt` exact
+/// because 64 bits exceed every format's precision by at least two.
+pub(crate) fn u128_to_format(neg: bool, m: u128, fmt: Format) -> u64 {
+    let bits = 128 - m.leading_zeros();
+    if bits <= 64 {
+        return round_float(neg, m as u64, 0, fmt);
+    }
+    let shift = bits - 64;
+    let sticky = (m & ((1u128 << shift) - 1) != 0) as u64;
+    round_float(neg, (m >> shift) as u64 | sticky, shift as i32, fmt)
 }
 
 /// An unsigned 64-bit integer into `fmt`, rounded once.
@@ -513,7 +526,6 @@ mod tests {
                 assert_eq!(f64_to_bf16(w as f64).to_bits(), b);
             }
         }
-        let _ = F32;
     }
 
     // ------------------------------------------------------------ float8

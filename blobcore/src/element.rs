@@ -71,6 +71,55 @@ impl Scalar {
         Ok(dispatch!(dtype, T => Scalar::of(T::round_from_f64(value))))
     }
 
+    /// The integer `-magnitude` (when `negative`) or `magnitude` as one
+    /// `dtype` element, exactly: a float dtype gets the nearest value
+    /// (ties to even; past the largest finite value, infinity, or NaN in
+    /// float8_e4m3fn, as [`Scalar::from_f64`] rounds), rounded once from
+    /// the integer itself rather than through a double, which rounds a
+    /// second time past 2^53. An integer dtype gets the value, or
+    /// `OutOfRange` when it cannot hold it; bool is `magnitude != 0`.
+    pub fn from_integer(dtype: DType, negative: bool, magnitude: u128) -> Result<Scalar> {
+        use crate::convert::{u128_to_format, BF16, F16, F32, F8E4M3FN, F8E5M2, F8E8M0FNU};
+        let neg = negative && magnitude != 0;
+        let float = |fmt| u128_to_format(neg, magnitude, fmt);
+        let bits: u64 = match dtype {
+            DType::F64 => {
+                // Rust's integer-to-float `as` rounds to nearest, ties to even.
+                let v = magnitude as f64;
+                (if neg { -v } else { v }).to_bits()
+            }
+            DType::F32 => float(F32),
+            DType::F16 => float(F16),
+            DType::BF16 => float(BF16),
+            DType::F8E4M3Fn => float(F8E4M3FN),
+            DType::F8E5M2 => float(F8E5M2),
+            DType::F8E8M0Fnu => float(F8E8M0FNU),
+            DType::Bool => (magnitude != 0) as u64,
+            _ => {
+                let (lo, hi): (i128, i128) = match dtype {
+                    DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+                    DType::U8 => (0, u8::MAX.into()),
+                    DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+                    DType::U16 => (0, u16::MAX.into()),
+                    DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+                    DType::U32 => (0, u32::MAX.into()),
+                    DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+                    _ => (0, u64::MAX.into()),
+                };
+                let v = i128::try_from(magnitude).ok().map(|m| if neg { -m } else { m });
+                match v.filter(|v| (lo..=hi).contains(v)) {
+                    // Two's complement: the low bytes of an in-range value.
+                    Some(v) => v as u64,
+                    None => {
+                        let sign = if neg { "-" } else { "" };
+                        return Err(err!(OutOfRange, "{sign}{magnitude} does not fit in {}", dtype.name()));
+                    }
+                }
+            }
+        };
+        Scalar::from_bytes(dtype, &bits.to_le_bytes()[..dtype.size()])
+    }
+
     pub(crate) fn get<T: Element>(&self) -> T {
         // SAFETY: `bytes` holds size_of::<T>() initialized bytes of a T
         // (callers dispatch on `self.dtype`, whose element type is T), and

@@ -468,6 +468,9 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
         OUT_OF_RANGE, "inf does not fit in int32", |f| unchanged(&f.b, |x| x.fill_object(0, f64::INFINITY));
         OUT_OF_RANGE, "does not fit in int64", |f| Blob::full(&f.e, DType::I64, &[2], 2f64.powi(63));
         OUT_OF_RANGE, "does not fit in uint64", |f| Scalar::from_f64(DType::U64, 2f64.powi(64));
+        OUT_OF_RANGE, "-1 does not fit in uint8", |f| Scalar::from_integer(DType::U8, true, 1);
+        OUT_OF_RANGE, "18446744073709551616 does not fit in uint64", |f| Scalar::from_integer(DType::U64, false, 1 << 64);
+        OUT_OF_RANGE, "-170141183460469231731687303715884105728 does not fit in int64", |f| Scalar::from_integer(DType::I64, true, 1 << 127);
         OUT_OF_RANGE, "does not fit in int32", |f| unchanged(&f.b.permuted_view(&[1, 0])?, |x| x.fill(1e10));
         DTYPE, "without a cast", |f| unchanged(&f.b, |x| x.fill_object_element(0, &Scalar::of(1i64)));
         DTYPE, "without a cast", |f| Blob::tensor(&f.e, DType::I64, &[2])?.fill_element(&Scalar::of(1u64));

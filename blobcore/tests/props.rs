@@ -1043,3 +1043,109 @@ proptest! {
         prop_assert_eq!(b.copy().unwrap().to_vec::<f32>().unwrap(), dense.to_vec::<f32>().unwrap());
     }
 }
+
+/// The finite, non-negative, integer-valued values of a 1- or 2-byte
+/// float dtype with their patterns, in increasing order (every pattern
+/// read back through `Scalar::to_f64`, exact for these dtypes).
+fn integer_values(dtype: DType) -> Vec<(u128, u16)> {
+    let mut out: Vec<(u128, u16)> = (0..1u32 << (8 * dtype.size()))
+        .filter_map(|bits| {
+            let bytes = (bits as u16).to_le_bytes();
+            let v = blobcore::Scalar::from_bytes(dtype, &bytes[..dtype.size()]).unwrap().to_f64();
+            (v.is_finite() && v >= 0.0 && !v.is_sign_negative() && v.fract() == 0.0).then_some((v as u128, bits as u16))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by_key(|e| e.0);
+    out
+}
+
+/// The pattern nearest to the integer `m` among `values` (ties to the even
+/// pattern, or up for float8_e8m0fnu as ml_dtypes rounds it), by exact
+/// integer arithmetic; None in the band from the largest finite value to
+/// twice it, which this oracle leaves to the Python suite's.
+fn nearest_pattern(dtype: DType, values: &[(u128, u16)], m: u128) -> Option<u16> {
+    let max = values.last()?.0;
+    if m >= max {
+        return None;
+    }
+    let hi = values.partition_point(|e| e.0 <= m);
+    let (lo, hi) = (values[hi - 1], values[hi]);
+    if lo.0 == m {
+        return Some(lo.1);
+    }
+    let (dl, dh) = (m - lo.0, hi.0 - m);
+    Some(match dl.cmp(&dh) {
+        std::cmp::Ordering::Less => lo.1,
+        std::cmp::Ordering::Greater => hi.1,
+        std::cmp::Ordering::Equal if dtype == DType::F8E8M0Fnu => hi.1,
+        std::cmp::Ordering::Equal => if lo.1 & 1 == 0 { lo.1 } else { hi.1 },
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, rng_seed: proptest::test_runner::RngSeed::Fixed(69), ..ProptestConfig::default() })]
+
+    /// `Scalar::from_integer` rounds an integer of up to 128 bits once to
+    /// every float dtype: float32 and float64 as Rust's `as` casts from
+    /// u128 (compiler-rt's conversion), the 1- and 2-byte floats as the
+    /// nearest of their enumerated values; integers just around a halfway
+    /// point between two neighbours (where going through a double rounds
+    /// twice) are a third of the cases. Values past twice the largest
+    /// finite one are its overflow (the conversion of an infinity);
+    /// integer dtypes take what fits and refuse the rest.
+    #[test]
+    fn integers_round_once_into_every_dtype(
+        dtype in prop::sample::select(vec![DType::F32, DType::F64, DType::F16, DType::BF16, DType::F8E4M3Fn, DType::F8E5M2, DType::F8E8M0Fnu, DType::I8, DType::U16, DType::I64, DType::U64]),
+        bits in 0u32..=128, raw in any::<u128>(), mant in any::<u64>(), shift in 1u32..=100, nudge in -1i32..=1, kind in 0u8..3, neg in any::<bool>(),
+    ) {
+        use blobcore::Scalar;
+        let m: u128 = match (kind, dtype) {
+            // Around a halfway point of float32 / float64 / the narrow formats.
+            (0, DType::F32) => ((mant as u128 >> 40 | 1 << 23) << shift) + (1u128 << (shift - 1)),
+            (0, DType::F64) => ((mant as u128 >> 11 | 1 << 52) << shift.min(75)) + (1u128 << (shift.min(75) - 1)),
+            (0, d) if d.is_float() => {
+                let values = integer_values(d);
+                let i = (mant as usize) % (values.len() - 1);
+                (values[i].0 + values[i + 1].0) / 2
+            }
+            _ => if bits == 0 { 0 } else { raw >> (128 - bits) },
+        };
+        let m = (m as i128 + if kind == 0 { nudge as i128 } else { 0 }) as u128;
+        let neg = neg && dtype != DType::F8E8M0Fnu && m != 0; // an integer has no -0
+        let got = Scalar::from_integer(dtype, neg, m);
+        let sign = |v: f64| if neg { -v } else { v };
+        match dtype {
+            DType::F32 => prop_assert_eq!(got.unwrap().bytes().to_vec(), (if neg { -(m as f32) } else { m as f32 }).to_le_bytes().to_vec()),
+            DType::F64 => prop_assert_eq!(got.unwrap().bytes().to_vec(), (if neg { -(m as f64) } else { m as f64 }).to_le_bytes().to_vec()),
+            d if d.is_float() => {
+                let values = integer_values(d);
+                let max = values.last().unwrap().0;
+                let got = got.unwrap();
+                if m.checked_sub(max).is_some_and(|over| over > max) {
+                    prop_assert_eq!(got, Scalar::from_f64(d, sign(f64::INFINITY)).unwrap());
+                } else if m == 0 && d == DType::F8E8M0Fnu {
+                    // No zero: left to the Python suite's comparison with ml_dtypes.
+                } else if let Some(p) = nearest_pattern(d, &values, m) {
+                    let v = Scalar::from_bytes(d, &p.to_le_bytes()[..d.size()]).unwrap().to_f64();
+                    prop_assert_eq!(got, Scalar::from_f64(d, sign(v)).unwrap(), "{} {}", if neg { "-" } else { "+" }, m);
+                }
+            }
+            d => {
+                // What std's checked conversions say fits, and its bytes.
+                let v = i128::try_from(m).ok().map(|m| if neg { -m } else { m });
+                let want: Option<Vec<u8>> = v.and_then(|v| match d {
+                    DType::I8 => i8::try_from(v).ok().map(|x| x.to_le_bytes().to_vec()),
+                    DType::U16 => u16::try_from(v).ok().map(|x| x.to_le_bytes().to_vec()),
+                    DType::I64 => i64::try_from(v).ok().map(|x| x.to_le_bytes().to_vec()),
+                    _ => u64::try_from(v).ok().map(|x| x.to_le_bytes().to_vec()),
+                });
+                match (got, want) {
+                    (Ok(s), Some(w)) => prop_assert_eq!(s.bytes(), &w[..]),
+                    (Err(e), None) => prop_assert_eq!(e.code(), blobcore::Error::OutOfRange(String::new()).code()),
+                    (got, want) => prop_assert!(false, "{m} into {d:?}: {got:?}, want {want:?}"),
+                }
+            }
+        }
+    }
+}

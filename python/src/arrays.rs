@@ -170,9 +170,41 @@ pub fn as_dtype<'py>(py: Python<'py>, array: &Bound<'py, PyAny>, d: DType, copy:
         }
         return Ok(array.clone());
     }
+    asarray_as(py, array, d)
+}
+
+/// `numpy.asarray(value, dtype=d)`, except into a float dtype: there
+/// values NumPy finds to be one of blobcore's other dtypes (a list of
+/// Python ints is int64, of floats float64) go through the core's cast,
+/// rounded once, as `Blob.astype` rounds them. NumPy converts each Python
+/// int of a list through a double (rounding twice past 2^53), and
+/// ml_dtypes before 0.7 converts float64 and 64-bit integers through
+/// float32 (`1 + 2**-8 + 2**-40` became bfloat16 1.0, not 1.0078125). An
+/// ndarray into float16 / float32 / float64 keeps NumPy's cast (the same
+/// single rounding).
+pub fn asarray_as<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, d: DType) -> PyResult<Bound<'py, PyAny>> {
+    let np = py.import("numpy")?;
+    let ndarray = is_ndarray(py, value)?;
+    if d.is_float() && (!ndarray || crate::dtypes::ml_dtype(d).is_some()) {
+        let found = if ndarray { value.clone() } else { np.getattr("asarray")?.call1((value,))? };
+        if let Some(dt) = dtype_attr(&found)? {
+            if let Some(src) = crate::dtypes::by_identity(py, &dt)? {
+                if src == d {
+                    return Ok(found);
+                }
+                let engine = Engine::cpu();
+                let values = match wrap_array(&found, &engine) {
+                    Ok(b) => b,
+                    Err(_) => copy_array(py, &found, &engine)?,
+                };
+                let cast = Bound::new(py, PyBlob::new(core(values.cast(d))?))?;
+                return array_of(&cast, None, None);
+            }
+        }
+    }
     let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", want)?;
-    py.import("numpy")?.getattr("asarray")?.call((array,), Some(&kwargs))
+    kwargs.set_item("dtype", numpy_dtype(py, d)?)?;
+    np.getattr("asarray")?.call((value,), Some(&kwargs))
 }
 
 static NDARRAY: FirstUse<Py<PyType>> = FirstUse::new();
@@ -249,9 +281,7 @@ pub fn assigned_value_as(py: Python<'_>, value: &Bound<'_, PyAny>, dtype: DType,
         }
     }
     let np = py.import("numpy")?;
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("dtype", numpy_dtype(py, dtype)?)?;
-    let v = np.getattr("asarray")?.call((value,), Some(&kwargs))?;
+    let v = asarray_as(py, value, dtype)?;
     let shape = pyo3::types::PyTuple::new(py, dims)?;
     let v = np.getattr("broadcast_to")?.call1((v, shape))?;
     copy_array(py, &v, engine)

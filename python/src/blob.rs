@@ -33,7 +33,7 @@ fn index_list(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<usize>>> {
 /// converts it. NumPy checks the index before the value, so when both are
 /// bad the index's IndexError is the one raised.
 fn pack_at(py: Python<'_>, b: &Blob, at: &[i64], value: &Bound<'_, PyAny>) -> PyResult<Option<blobcore::Scalar>> {
-    match npyapi::pack(py, b.dtype(), value) {
+    match converted(py, b.dtype(), value) {
         Err(e) => {
             core(b.check_writable())?;
             match b.get_element(at) {
@@ -60,15 +60,8 @@ fn element_for(py: Python<'_>, b: &Blob, value: &Bound<'_, PyAny>) -> PyResult<b
 /// converts it (its errors included); where NumPy has no such dtype
 /// (float8 and bfloat16 without ml_dtypes), as the core converts a double.
 fn element_of(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<blobcore::Scalar> {
-    // A Python float into float32 / float64: NumPy's conversion is the C
-    // cast of the double (one rounding to nearest even), which is Rust's
-    // `as` (the common `b.fill(1.0)` without NumPy's dtype discovery).
-    if let Ok(f) = value.cast_exact::<pyo3::types::PyFloat>() {
-        match dtype {
-            DType::F32 => return Ok(blobcore::Scalar::of(f.value() as f32)),
-            DType::F64 => return Ok(blobcore::Scalar::of(f.value())),
-            _ => {}
-        }
+    if let Some(s) = rounded_once(dtype, value)? {
+        return Ok(s);
     }
     // A Python number into an ml_dtypes dtype before ml_dtypes is loaded:
     // one rounding from the double, as ml_dtypes rounds it, without
@@ -80,6 +73,55 @@ fn element_of(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResul
         Some(s) => Ok(s),
         None => core(blobcore::Scalar::from_f64(dtype, value.extract::<f64>()?)),
     }
+}
+
+/// `value` as one `dtype` element as NumPy's `a[i] = value` converts it
+/// ([`rounded_once`] first); None without NumPy's API or dtype.
+fn converted(py: Python<'_>, dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Option<blobcore::Scalar>> {
+    match rounded_once(dtype, value)? {
+        Some(s) => Ok(Some(s)),
+        None => npyapi::pack(py, dtype, value),
+    }
+}
+
+/// A Python float (`numpy.float64` too) or integer (NumPy's integer
+/// scalars too; not bool) into a float dtype, rounded once by the core
+/// from the value itself. NumPy converts an integer through a double,
+/// which rounds twice past 2^53 (`2**60 + 2**36 + 1` became float32 2^60,
+/// not 2^60 + 2^37), and ml_dtypes before 0.7 converts a float through
+/// float32 (bfloat16 `1 + 2**-8 + 2**-40` became 1.0, not 1.0078125).
+/// None for anything else, and for integers of 2^128 or more into
+/// float64 (NumPy's double, rounded once).
+fn rounded_once(dtype: DType, value: &Bound<'_, PyAny>) -> PyResult<Option<blobcore::Scalar>> {
+    if !dtype.is_float() {
+        return Ok(None);
+    }
+    if let Ok(f) = value.cast::<pyo3::types::PyFloat>() {
+        return core(blobcore::Scalar::from_f64(dtype, f.value())).map(Some);
+    }
+    if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok(None);
+    }
+    let int = value.is_instance_of::<pyo3::types::PyInt>() || npyapi::is_numpy_integer(value.py(), value)?;
+    if !int {
+        return Ok(None);
+    }
+    let (negative, magnitude) = match value.extract::<i128>() {
+        Ok(v) => (v < 0, v.unsigned_abs()),
+        Err(_) => match value.extract::<u128>() {
+            Ok(v) => (false, v),
+            Err(_) => match value.neg().and_then(|n| n.extract::<u128>()) {
+                Ok(v) => (true, v),
+                // 2^128 or more: float64 takes it as NumPy does (a double,
+                // rounded once, or OverflowError past its range); every
+                // other float dtype overflows as from u128::MAX, which is
+                // past each one's largest value by more than half an ulp.
+                Err(_) if dtype == DType::F64 => return Ok(None),
+                Err(_) => (value.lt(0)?, u128::MAX),
+            },
+        },
+    };
+    core(blobcore::Scalar::from_integer(dtype, negative, magnitude)).map(Some)
 }
 
 /// Caffe's (n, c, h, w), each non-negative.
@@ -735,9 +777,8 @@ impl PyBlob {
         }
         let np = py.import("numpy")?;
         let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("dtype", dtypes::to_py(py, self.b.dtype())?)?;
         kwargs.set_item("order", "C")?;
-        let arr = np.getattr("asarray")?.call((src,), Some(&kwargs))?;
+        let arr = np.getattr("asarray")?.call((arrays::asarray_as(py, src, self.b.dtype())?,), Some(&kwargs))?;
         if !self.b.is_dense() {
             // Strided, windowed or laid-out destinations: the values as a
             // fresh dense blob (read before anything is written), then the
@@ -1090,7 +1131,7 @@ impl PyBlob {
                     // a blocked dim): the core assigns through a dense copy.
                     Err(blobcore::Error::Unsupported(_)) if !b.is_dense() => {
                         if plain {
-                            if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                            if let Some(s) = converted(py, b.dtype(), value)? {
                                 let b = b.clone();
                                 return run(py, b.is_small(), move || b.fill_index(&k, &s));
                             }
@@ -1105,7 +1146,7 @@ impl PyBlob {
                 if plain {
                     // One conversion, then a fill in place (without the
                     // GIL when the view is large).
-                    if let Some(s) = npyapi::pack(py, b.dtype(), value)? {
+                    if let Some(s) = converted(py, b.dtype(), value)? {
                         return run(py, view.is_small(), move || view.fill_element(&s));
                     }
                 }

@@ -32,6 +32,8 @@ struct Api {
     descrs: Vec<Option<Py<PyAny>>>,
     /// `numpy.generic`, the base of NumPy's scalar types.
     generic: Py<pyo3::types::PyType>,
+    /// `numpy.integer`, the base of NumPy's integer scalar types.
+    integer: Py<pyo3::types::PyType>,
 }
 
 static API: FirstUse<Option<Api>> = FirstUse::new();
@@ -87,7 +89,8 @@ fn load(py: Python<'_>) -> PyResult<Option<Api>> {
     };
     let descrs = descr_objects(py, false)?;
     let generic = py.import("numpy")?.getattr("generic")?.cast_into::<pyo3::types::PyType>()?.unbind();
-    Ok(Some(Api { scalar, pack, descrs, generic }))
+    let integer = py.import("numpy")?.getattr("integer")?.cast_into::<pyo3::types::PyType>()?.unbind();
+    Ok(Some(Api { scalar, pack, descrs, generic, integer }))
 }
 
 fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
@@ -122,6 +125,13 @@ pub fn scalar<'py>(py: Python<'py>, s: &Scalar) -> PyResult<Option<Bound<'py, Py
 pub fn is_numpy_scalar(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
     let Some(api) = api(py)? else { return Ok(false) };
     value.is_instance(api.generic.bind(py))
+}
+
+/// True for a NumPy integer scalar (`numpy.int64(7)`, `numpy.uint8(3)`);
+/// False when the API is not there.
+pub fn is_numpy_integer(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let Some(api) = api(py)? else { return Ok(false) };
+    value.is_instance(api.integer.bind(py))
 }
 
 /// `value` converted to one `dtype` element as NumPy's `a[i] = value`

@@ -158,6 +158,10 @@ ROWS = [
     (lambda f: f.b.fill(2**31), OverflowError, "int32"),
     (lambda f: f.b.fill(-(2**31) - 1), OverflowError, "int32"),
     (lambda f: f.b.fill(1e10), OverflowError, ""),
+    # Integers into float dtypes round once from the integer itself; into
+    # float64 one past its range is NumPy's OverflowError, nothing stored.
+    (lambda f: bc.Blob.full([2], 2**1100, bc.float64), OverflowError, ""),
+    (lambda f: bc.Blob.full([2], 1.0, bc.float64).fill(-(2**1100)), OverflowError, ""),
     (lambda f: f.b.fill(float("nan")), ValueError, "nan"),
     (lambda f: f.b.fill(float("-inf")), OverflowError, "infinity"),
     (lambda f: f.b.T.fill(2**40), OverflowError, "int32"),

@@ -162,7 +162,10 @@ class Blob:
         """``numpy.full``: ``value`` converted as ``ndarray.fill`` converts it
         (Python ints exactly, int64 / uint64 past 2**53 included; floats round
         to nearest even; integers truncate toward zero; OverflowError for a
-        value an integer dtype cannot hold, ValueError for NaN)."""
+        value an integer dtype cannot hold, ValueError for NaN). A Python
+        float or int into a float dtype is rounded once from the value itself
+        (NumPy rounds an int through a double; older ml_dtypes a float into
+        bfloat16 through float32)."""
 
     @property
     def shape(self) -> tuple[int, ...]: ...
@@ -308,7 +311,9 @@ class Blob:
         """``ndarray.fill``: every element set to ``value``, converted as
         NumPy converts it (exactly for Python ints; OverflowError for a value
         an integer dtype cannot hold, ValueError for NaN; nothing changes on
-        error; a read-only blob raises ReadOnlyError first)."""
+        error; a read-only blob raises ReadOnlyError first), except that a
+        Python float or int into a float dtype is rounded once from the value
+        itself."""
     def fill_object(self, n: int, value: ScalarLike) -> None:
         """Every element of object ``n`` set to ``value`` (converted as ``fill``)."""
     def scale(self, factor: float) -> None: ...
