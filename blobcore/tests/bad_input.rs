@@ -591,8 +591,19 @@ fn every_bad_call_fails_clearly_and_changes_nothing() {
     let f = fixtures();
     let before = digest(&f);
     let mut failures = Vec::new();
+    // BLOBCORE_TEST_TRACE=1 prints each row and its time (to find a slow
+    // or stuck row on a machine without a debugger).
+    let trace = std::env::var_os("BLOBCORE_TEST_TRACE").is_some();
     for (line, code, words, call) in &table {
-        match call(&f) {
+        let t0 = std::time::Instant::now();
+        if trace {
+            eprintln!("row: {line}");
+        }
+        let result = call(&f);
+        if trace {
+            eprintln!("  {:?}", t0.elapsed());
+        }
+        match result {
             Ok(()) => failures.push(format!("{line}: succeeded, expected code {code}")),
             Err(e) => {
                 let msg = e.to_string();

@@ -110,7 +110,7 @@ pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result
 /// [`to_vec`] with room for `hint` bytes reserved first (the encoded size
 /// when it is known: one allocation).
 pub(crate) fn to_vec_sized(hint: usize, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
-    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None };
+    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None, limit: machine_memory() };
     let r = write(&mut g);
     if let Some(n) = g.refused {
         return Err(err!(OutOfMemory, "cannot allocate {n} bytes for the encoded bytes"));
@@ -126,12 +126,21 @@ pub(crate) fn room(len: usize, what: &str) -> Result<Vec<u8>> {
     // More than the machine's memory and swap together can never be
     // filled: refused before the allocator is asked (which sanitizers and
     // fuzzers report as a failure of their own).
-    if len > (1 << 30) && machine_memory().is_some_and(|m| len as u64 > m) {
+    if beyond(len, machine_memory()) {
         return Err(refused());
     }
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| refused())?;
     Ok(v)
+}
+
+/// True when `len` bytes (past 1 GiB) exceed `limit`, the machine's
+/// memory and swap: a vector that size can never be filled, even where
+/// the kernel grants the address space (`vm.overcommit_memory = 1`, as on
+/// the device host, where a 4 TiB encoding was copied until the process
+/// was killed).
+fn beyond(len: usize, limit: Option<u64>) -> bool {
+    len > (1 << 30) && limit.is_some_and(|m| len as u64 > m)
 }
 
 /// The machine's memory and swap in bytes (Linux `sysinfo`); None where
@@ -164,11 +173,13 @@ pub(crate) fn encoded(m: &impl prost::Message) -> Result<Vec<u8>> {
 struct Growing {
     v: Vec<u8>,
     refused: Option<usize>,
+    /// The machine's memory and swap ([`machine_memory`]), read once.
+    limit: Option<u64>,
 }
 
 impl Write for Growing {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.v.try_reserve(buf.len()).is_err() {
+        if beyond(self.v.len().saturating_add(buf.len()), self.limit) || self.v.try_reserve(buf.len()).is_err() {
             self.refused = Some(self.v.len().saturating_add(buf.len()));
             return Err(std::io::ErrorKind::OutOfMemory.into());
         }
@@ -377,5 +388,21 @@ mod tests {
     fn missing_file_is_an_io_error_naming_it() {
         let r = read_file(Path::new("/nonexistent/blobcore.npy"));
         assert!(matches!(r, Err(Error::Io(m)) if m.contains("/nonexistent/blobcore.npy")));
+    }
+
+    /// An encoding larger than the machine's memory and swap is refused
+    /// before anything is copied, also where the allocator would grant the
+    /// address space (here a limit just past 1 GiB stands for the machine;
+    /// the write's source is an untouched anonymous map, so copying it
+    /// would cost a GiB of memory and fail the test).
+    #[test]
+    fn growing_refuses_more_than_the_machine_holds() {
+        let src = memmap2::MmapMut::map_anon((1 << 30) + (1 << 20)).unwrap();
+        let mut g = Growing { v: Vec::new(), refused: None, limit: Some((1 << 30) + 4096) };
+        g.write_all(b"header").unwrap();
+        assert!(g.write_all(&src).is_err());
+        assert_eq!(g.refused, Some((1 << 30) + (1 << 20) + 6));
+        assert_eq!(g.v.len(), 6);
+        assert!(g.v.capacity() < 1 << 20, "nothing was reserved for the refused write");
     }
 }
