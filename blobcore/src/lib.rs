@@ -60,6 +60,7 @@ pub mod float8;
 pub mod index;
 pub mod raw;
 pub mod io;
+pub(crate) mod machine_memory;
 pub mod layout;
 pub mod mapped;
 pub mod ops;

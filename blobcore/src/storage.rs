@@ -384,7 +384,15 @@ impl Storage {
 
     /// Host memory of `len` bytes at [`ALIGN`], reading as zeros when
     /// `zeroed` (else its caller writes every byte before anyone reads).
+    ///
+    /// More than the machine's memory and swap together is `OutOfMemory`
+    /// at once, on every machine: where the kernel overcommits it would
+    /// grant the address space, and a copy into it would end with the
+    /// process killed.
     fn allocate(len: usize, zeroed: bool) -> Result<HostMem> {
+        if crate::machine_memory::exceeded_by(len) {
+            return Err(err!(OutOfMemory, "cannot allocate {len} bytes: more than this machine's memory and swap"));
+        }
         if len >= MAP_BYTES {
             // Anonymous maps are zero-filled by the kernel page by page on
             // first touch, so untouched pages cost no resident memory.
@@ -955,6 +963,19 @@ impl std::fmt::Debug for Storage {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// More host memory than the machine has with its swap is refused by
+    /// blobcore itself (not left to the kernel, which grants it where it
+    /// overcommits: the device host), and nothing is allocated.
+    #[test]
+    fn more_than_the_machine_holds_is_refused_before_the_kernel_is_asked() {
+        let total = crate::machine_memory::total().expect("sysinfo");
+        let len = usize::try_from(total).unwrap() + (1 << 30);
+        let s = Storage::lazy(len);
+        let e = s.host_read().expect_err("refused");
+        assert!(matches!(&e, crate::Error::OutOfMemory(m) if m.contains("more than this machine's memory")), "{e}");
+        assert!(!s.is_host_allocated());
+    }
 
     #[test]
     fn lazy_zeroed_and_aligned() {

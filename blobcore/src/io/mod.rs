@@ -110,7 +110,7 @@ pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result
 /// [`to_vec`] with room for `hint` bytes reserved first (the encoded size
 /// when it is known: one allocation).
 pub(crate) fn to_vec_sized(hint: usize, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
-    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None, limit: machine_memory() };
+    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None, limit: crate::machine_memory::total() };
     let r = write(&mut g);
     if let Some(n) = g.refused {
         return Err(err!(OutOfMemory, "cannot allocate {n} bytes for the encoded bytes"));
@@ -126,37 +126,12 @@ pub(crate) fn room(len: usize, what: &str) -> Result<Vec<u8>> {
     // More than the machine's memory and swap together can never be
     // filled: refused before the allocator is asked (which sanitizers and
     // fuzzers report as a failure of their own).
-    if beyond(len, machine_memory()) {
+    if crate::machine_memory::exceeded_by(len) {
         return Err(refused());
     }
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| refused())?;
     Ok(v)
-}
-
-/// True when `len` bytes (past 1 GiB) exceed `limit`, the machine's
-/// memory and swap: a vector that size can never be filled, even where
-/// the kernel grants the address space (`vm.overcommit_memory = 1`, as on
-/// the device host, where a 4 TiB encoding was copied until the process
-/// was killed).
-fn beyond(len: usize, limit: Option<u64>) -> bool {
-    len > (1 << 30) && limit.is_some_and(|m| len as u64 > m)
-}
-
-/// The machine's memory and swap in bytes (Linux `sysinfo`); None where
-/// unknown.
-fn machine_memory() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: sysinfo only writes the struct it is given, which is
-        // plain data (all-zero is a valid value).
-        let mut i: libc::sysinfo = unsafe { std::mem::zeroed() };
-        // SAFETY: `i` is a valid, writable sysinfo struct.
-        if unsafe { libc::sysinfo(&mut i) } == 0 {
-            return Some((i.totalram as u64).saturating_add(i.totalswap as u64).saturating_mul(u64::from(i.mem_unit.max(1))));
-        }
-    }
-    None
 }
 
 /// A protobuf message encoded into one vector sized first (prost's
@@ -173,13 +148,13 @@ pub(crate) fn encoded(m: &impl prost::Message) -> Result<Vec<u8>> {
 struct Growing {
     v: Vec<u8>,
     refused: Option<usize>,
-    /// The machine's memory and swap ([`machine_memory`]), read once.
+    /// The machine's memory and swap, read once.
     limit: Option<u64>,
 }
 
 impl Write for Growing {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if beyond(self.v.len().saturating_add(buf.len()), self.limit) || self.v.try_reserve(buf.len()).is_err() {
+        if crate::machine_memory::beyond(self.v.len().saturating_add(buf.len()), self.limit) || self.v.try_reserve(buf.len()).is_err() {
             self.refused = Some(self.v.len().saturating_add(buf.len()));
             return Err(std::io::ErrorKind::OutOfMemory.into());
         }
