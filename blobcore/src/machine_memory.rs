@@ -9,9 +9,10 @@
 const CHECKED_FROM: usize = 1 << 30;
 
 /// The machine's memory and swap in bytes (Linux `sysinfo`); None where
-/// unknown.
+/// unknown (other systems, Miri).
 pub(crate) fn total() -> Option<u64> {
-    #[cfg(target_os = "linux")]
+    // Miri has no `sysinfo`: unknown there.
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         // SAFETY: sysinfo only writes the struct it is given, which is
         // plain data (all-zero is a valid value).

@@ -968,6 +968,7 @@ mod tests {
     /// blobcore itself (not left to the kernel, which grants it where it
     /// overcommits: the device host), and nothing is allocated.
     #[test]
+    #[cfg_attr(miri, ignore = "no sysinfo")]
     fn more_than_the_machine_holds_is_refused_before_the_kernel_is_asked() {
         let total = crate::machine_memory::total().expect("sysinfo");
         let len = usize::try_from(total).unwrap() + (1 << 30);

@@ -110,7 +110,7 @@ pub(crate) fn to_vec(write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result
 /// [`to_vec`] with room for `hint` bytes reserved first (the encoded size
 /// when it is known: one allocation).
 pub(crate) fn to_vec_sized(hint: usize, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<Vec<u8>> {
-    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None, limit: crate::machine_memory::total() };
+    let mut g = Growing { v: room(hint, "the encoded bytes")?, refused: None, limit: None };
     let r = write(&mut g);
     if let Some(n) = g.refused {
         return Err(err!(OutOfMemory, "cannot allocate {n} bytes for the encoded bytes"));
@@ -148,13 +148,19 @@ pub(crate) fn encoded(m: &impl prost::Message) -> Result<Vec<u8>> {
 struct Growing {
     v: Vec<u8>,
     refused: Option<usize>,
-    /// The machine's memory and swap, read once.
+    /// A limit standing for the machine's memory and swap (tests); None
+    /// asks the machine, for writes that take the vector past 1 GiB.
     limit: Option<u64>,
 }
 
 impl Write for Growing {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if crate::machine_memory::beyond(self.v.len().saturating_add(buf.len()), self.limit) || self.v.try_reserve(buf.len()).is_err() {
+        let len = self.v.len().saturating_add(buf.len());
+        let over = match self.limit {
+            Some(_) => crate::machine_memory::beyond(len, self.limit),
+            None => crate::machine_memory::exceeded_by(len),
+        };
+        if over || self.v.try_reserve(buf.len()).is_err() {
             self.refused = Some(self.v.len().saturating_add(buf.len()));
             return Err(std::io::ErrorKind::OutOfMemory.into());
         }
@@ -371,6 +377,7 @@ mod tests {
     /// the write's source is an untouched anonymous map, so copying it
     /// would cost a GiB of memory and fail the test).
     #[test]
+    #[cfg_attr(miri, ignore = "a GiB map")]
     fn growing_refuses_more_than_the_machine_holds() {
         let src = memmap2::MmapMut::map_anon((1 << 30) + (1 << 20)).unwrap();
         let mut g = Growing { v: Vec::new(), refused: None, limit: Some((1 << 30) + 4096) };
