@@ -606,6 +606,13 @@ int32_t blob_engine_stats(const struct BlobEngine *engine, struct BlobEngineStat
 // Sets `engine`'s counters (NULL: the default engine) back to zero.
 int32_t blob_engine_reset_stats(const struct BlobEngine *engine);
 
+// Waits until every kernel and transfer queued on `engine` (NULL: the
+// default engine) has finished; nothing to wait for on the CPU engine.
+// Work still in flight counts as being inside the GPU driver, so a child
+// forked meanwhile cannot open a GPU of its own (`BLOB_ERR_DEVICE` naming
+// the fork): synchronize before `fork` for such children.
+int32_t blob_engine_synchronize(const struct BlobEngine *engine);
+
 // Loads a Caffe BlobProto file (`.binaryproto`) as a new f32 blob (f64
 // when the file holds `double_data`), with its diff when it has one.
 // Legacy num/channels/height/width files load as 4-D blobs.

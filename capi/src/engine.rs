@@ -149,3 +149,13 @@ pub extern "C" fn blob_engine_reset_stats(engine: *const BlobEngine) -> i32 {
         Ok(())
     })
 }
+
+/// Waits until every kernel and transfer queued on `engine` (NULL: the
+/// default engine) has finished; nothing to wait for on the CPU engine.
+/// Work still in flight counts as being inside the GPU driver, so a child
+/// forked meanwhile cannot open a GPU of its own (`BLOB_ERR_DEVICE` naming
+/// the fork): synchronize before `fork` for such children.
+#[no_mangle]
+pub extern "C" fn blob_engine_synchronize(engine: *const BlobEngine) -> i32 {
+    ffi!({ handles::engine(engine)?.synchronize() })
+}

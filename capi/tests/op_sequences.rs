@@ -985,6 +985,7 @@ pub fn run(data: &[u8]) {
                     check(blob_engine_is_gpu(e, &mut gpu), "engine_is_gpu");
                     check(blob_engine_is_software(e, &mut soft), "engine_is_software");
                     check(blob_engine_reset_stats(e), "engine_reset_stats");
+                    check(blob_engine_synchronize(e), "engine_synchronize");
                     check(blob_set_default_engine(e), "set_default_engine");
                     let dims = r.dims(3);
                     let st = blob_create_tensor(null, r.dtype(), dims.as_ptr(), dims.len(), &mut out);

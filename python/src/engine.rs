@@ -104,7 +104,8 @@ impl PyEngine {
     /// Waits until the engine has finished every operation queued so far
     /// (GPU and CUDA kernels run asynchronously; blobcore's own reads wait
     /// by themselves — call this before another library reads device
-    /// memory it shares with a blob). Releases the GIL while waiting.
+    /// memory it shares with a blob, and before a fork whose children
+    /// open GPUs of their own). Releases the GIL while waiting.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         let e = self.e.clone();
         core(py.detach(move || e.synchronize()))

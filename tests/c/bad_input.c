@@ -439,6 +439,7 @@ int main(int argc, char **argv) {
         BAD(BLOB_ERR_NULL_POINTER, "out", blob_engine_stats(NULL, NULL));
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_stats((BlobEngine *)(uintptr_t)0xdead0, &st));
         BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_reset_stats((BlobEngine *)(uintptr_t)0xdead0));
+        BAD(BLOB_ERR_INVALID_HANDLE, "", blob_engine_synchronize((BlobEngine *)(uintptr_t)0xdead0));
         CHECK(st.uploads == 0x5a5a5a5a5a5a5a5aULL);
     }
     /* DLPack: NULLs, flags, layouts it cannot describe. */

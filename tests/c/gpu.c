@@ -4,6 +4,34 @@
  * the machine has no GPU adapter; CI installs lavapipe. */
 #include "check.h"
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Forks; the child opens a GPU of its own and fills and reads a blob on
+ * it. Returns 10 when the child was refused naming the fork, 11 when its
+ * GPU worked, 1 for another error, 2 for wrong values, -1 if it died. */
+static int child_opens_a_gpu(void) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        BlobEngine *mine = NULL;
+        Blob *c = NULL;
+        float v[4] = {0};
+        const int64_t cd[1] = {4};
+        int st;
+        alarm(60);
+        st = blob_engine_gpu(NULL, &mine);
+        if (st == BLOB_ERR_DEVICE && strstr(blob_last_error(), "forked") != NULL) _exit(10);
+        if (st != BLOB_OK) _exit(1);
+        _exit(blob_create_tensor(mine, BLOB_F32, cd, 1, &c) == BLOB_OK && blob_fill(c, 2.0) == BLOB_OK &&
+                      blob_copy_to_host(c, v, sizeof v) == BLOB_OK && v[3] == 2.0f
+                  ? 11
+                  : 2);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 static int32_t head(const Blob *b) {
     int32_t h = -1;
@@ -106,6 +134,23 @@ int main(void) {
         CHECK(blob_sumsq(bf, &s) == BLOB_OK && s == 3.0 * (double)2e19f * (double)2e19f);
         blob_free(bi);
         blob_free(bf);
+    }
+
+    /* Work submitted and not yet seen done counts as being inside the
+     * driver (lavapipe compiles kernels on its own threads, under LLVM's
+     * process-wide locks): a child forked right after a fill is refused a
+     * GPU of its own, naming the fork; after blob_engine_synchronize a
+     * child opens one and computes on it. */
+    {
+        int during, after;
+        CHECK(blob_engine_synchronize(gpu) == BLOB_OK);
+        CHECK(blob_fill(b, 7.0) == BLOB_OK);
+        during = child_opens_a_gpu();
+        CHECK(blob_engine_synchronize(gpu) == BLOB_OK);
+        after = child_opens_a_gpu();
+        CHECK(during == 10 && after == 11);
+        CHECK(blob_engine_synchronize(NULL) == BLOB_OK);
+        CHECK(blob_copy_to_host(b, got, sizeof got) == BLOB_OK && got[31] == 7.0f);
     }
 
     blob_free(b);

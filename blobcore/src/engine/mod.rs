@@ -187,7 +187,9 @@ impl Engine {
 
     /// Waits until the engine has finished every operation queued so far
     /// (GPU kernels run asynchronously; reading a blob waits by itself).
-    /// Does nothing on the CPU engine.
+    /// Does nothing on the CPU engine. Work in flight counts as a thread
+    /// inside the GPU driver, so a child forked before this returns is
+    /// refused a GPU of its own (`Error::Device` naming the fork).
     pub fn synchronize(&self) -> crate::Result<()> {
         match &self.inner.gpu {
             Some(g) => g.wait(),

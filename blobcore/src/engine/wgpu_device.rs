@@ -292,7 +292,7 @@ impl Wgpu {
         };
         match enc {
             Some(enc) => self.scoped(what, || {
-                self.queue.submit([enc.finish()]);
+                self.submit([enc.finish()]);
             }),
             None => Ok(()),
         }
@@ -311,7 +311,24 @@ impl Wgpu {
         drop(r);
         let mut enc = self.device.create_command_encoder(&Default::default());
         record(&mut enc);
-        self.queue.submit([enc.finish()]);
+        self.submit([enc.finish()]);
+    }
+
+    /// Submits `commands`, counted as a driver section (see `in_driver`)
+    /// until the device reports them done: the driver runs them on
+    /// threads of its own after this returns (lavapipe compiles a kernel
+    /// there on its first dispatch on a device, through LLVM and the
+    /// dynamic loader, under their process-wide locks), so a child forked
+    /// meanwhile is refused a device of its own rather than left waiting
+    /// on a lock no thread of it holds. The count ends when a later
+    /// submission or wait of this device sees the work done
+    /// ([`crate::Engine::synchronize`] before a fork ends it at once).
+    fn submit(&self, commands: impl IntoIterator<Item = wgpu::CommandBuffer>) {
+        let running = super::in_driver::running();
+        self.queue.submit(commands);
+        // The callback only drops the count (no lock, no foreign code);
+        // wgpu runs it, or drops it with the queue, exactly once.
+        self.queue.on_submitted_work_done(move || drop(running));
     }
 
     /// Runs `f` inside an error scope; a wgpu error becomes `Error::Device`
@@ -384,7 +401,7 @@ impl Wgpu {
                 tail[..bytes.len() - whole].copy_from_slice(&bytes[whole..]);
                 self.queue.write_buffer(buf, (at + whole) as u64, &tail);
             }
-            self.queue.submit([]);
+            self.submit([]);
         })
     }
 
@@ -420,7 +437,7 @@ impl Wgpu {
         self.scoped("reading back from the device", || {
             let mut enc = self.device.create_command_encoder(&Default::default());
             enc.copy_buffer_to_buffer(buf, lo, &staging, 0, hi - lo);
-            self.queue.submit([enc.finish()]);
+            self.submit([enc.finish()]);
         })?;
         let (tx, rx) = std::sync::mpsc::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {

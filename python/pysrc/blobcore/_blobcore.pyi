@@ -57,7 +57,9 @@ class Engine:
     def stats(self) -> EngineStats: ...
     def synchronize(self) -> None:
         """Waits for every queued GPU/CUDA operation (before another library
-        reads device memory a blob shares)."""
+        reads device memory a blob shares, and before ``os.fork`` for
+        children that open GPUs of their own: work still in flight makes
+        such a child's ``Engine.gpu()`` raise DeviceError naming the fork)."""
     def reset_stats(self) -> None: ...
 
 class EngineStats:
