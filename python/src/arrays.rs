@@ -112,6 +112,15 @@ pub fn array_of<'py>(slf: &Bound<'py, PyBlob>, dtype: Option<&Bound<'py, PyAny>>
                     "Unable to avoid copy while creating an array as requested (the dtype differs)",
                 ));
             }
+            // Into a float dtype of blobcore's the core's cast converts,
+            // rounding each value once (ml_dtypes before 0.7 takes float64
+            // into bfloat16 through float32); other targets keep NumPy's
+            // astype rules.
+            let want = np.getattr("dtype")?.call1((d,))?;
+            if let Some(to) = crate::dtypes::by_identity(py, &want)?.filter(|t| t.is_float()) {
+                let cast = Bound::new(py, PyBlob::new(core(b.cast(to))?))?;
+                return array_of(&cast, None, None);
+            }
             return arr.call_method1("astype", (d,));
         }
         _ => arr,

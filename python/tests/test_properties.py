@@ -148,6 +148,11 @@ def test_float64_casts_round_once(values):
         for i, v in enumerate(values):
             f[i] = v
         assert same_bits(f.numpy(), want), to
+        assert same_bits(b.__array__(to), want), to
+        assert same_bits(b[::-1].__array__(to)[::-1], want), to
+        # np.asarray(b, dtype=to) reads the buffer and converts with
+        # NumPy's own cast (ml_dtypes' for bfloat16), as for the ndarray.
+        assert same_bits(np.asarray(b, dtype=to), a.astype(to)), to
         for door in range(4):
             g = bc.Blob.full([len(values)], 0.0, dtype=to)
             if door == 0:
