@@ -152,23 +152,30 @@ impl DType {
         Err(err!(DType, "{op} is not defined on {self} blobs, which blobcore stores but does not compute with; convert to {to} first"))
     }
 
+    /// The smallest and largest value an integer dtype holds; None for
+    /// bool and the floats.
+    pub(crate) fn integer_range(self) -> Option<(i128, i128)> {
+        Some(match self {
+            DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            DType::U8 => (0, u8::MAX.into()),
+            DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            DType::U16 => (0, u16::MAX.into()),
+            DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            DType::U32 => (0, u32::MAX.into()),
+            DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+            DType::U64 => (0, u64::MAX.into()),
+            _ => return None,
+        })
+    }
+
     /// Checks that `value` can be stored in this dtype as NumPy would
     /// store it without overflow: any value for the float dtypes (which
     /// round) and bool (nonzero and NaN are true); for the integer dtypes a finite value whose integer part
     /// (fractions truncate toward zero) is within the dtype's range, else
     /// `OutOfRange`.
     pub fn check_value(self, value: f64) -> Result<()> {
-        let (lo, hi) = match self {
-            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
-            DType::U8 => (0.0, u8::MAX as f64),
-            DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-            DType::I16 => (i16::MIN as f64, i16::MAX as f64),
-            DType::U16 => (0.0, u16::MAX as f64),
-            DType::U32 => (0.0, u32::MAX as f64),
-            DType::U64 => (0.0, u64::MAX as f64),
-            _ => return Ok(()),
-        };
+        let Some((lo, hi)) = self.integer_range() else { return Ok(()) };
+        let (lo, hi) = (lo as f64, hi as f64);
         let t = value.trunc();
         // i64::MAX and u64::MAX as f64 are 2^63 and 2^64, themselves out
         // of range: compare below them.

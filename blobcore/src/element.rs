@@ -96,18 +96,9 @@ impl Scalar {
             DType::F8E8M0Fnu => float(F8E8M0FNU),
             DType::Bool => (magnitude != 0) as u64,
             _ => {
-                let (lo, hi): (i128, i128) = match dtype {
-                    DType::I8 => (i8::MIN.into(), i8::MAX.into()),
-                    DType::U8 => (0, u8::MAX.into()),
-                    DType::I16 => (i16::MIN.into(), i16::MAX.into()),
-                    DType::U16 => (0, u16::MAX.into()),
-                    DType::I32 => (i32::MIN.into(), i32::MAX.into()),
-                    DType::U32 => (0, u32::MAX.into()),
-                    DType::I64 => (i64::MIN.into(), i64::MAX.into()),
-                    _ => (0, u64::MAX.into()),
-                };
                 let v = i128::try_from(magnitude).ok().map(|m| if neg { -m } else { m });
-                match v.filter(|v| (lo..=hi).contains(v)) {
+                let range = dtype.integer_range();
+                match v.filter(|v| range.is_some_and(|(lo, hi)| (lo..=hi).contains(v))) {
                     // Two's complement: the low bytes of an in-range value.
                     Some(v) => v as u64,
                     None => {
