@@ -1043,8 +1043,9 @@ extern "C" {
 #[test]
 fn random_call_sequences_never_fail_internally() {
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    // Interpreted under Miri (make miri), a few sequences take minutes.
-    let sequences = if cfg!(miri) { 60 } else { 10_000 };
+    // Interpreted under Miri (make miri), 60 sequences took four minutes
+    // of CI's hour: it runs the first 32 (the stable run takes all).
+    let sequences = if cfg!(miri) { 32 } else { 10_000 };
     for _ in 0..sequences {
         let len = 8 + (x % 400) as usize;
         let data: Vec<u8> = (0..len)
