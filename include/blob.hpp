@@ -136,6 +136,10 @@ public:
         return st;
     }
     void reset_stats() const { check(blob_engine_reset_stats(h_)); }
+    /// Waits for every kernel and transfer queued on this engine (before
+    /// another library reads shared device memory, and before a fork whose
+    /// children open GPUs of their own).
+    void synchronize() const { check(blob_engine_synchronize(h_)); }
     /// Makes this engine the one a NULL engine means.
     void set_default() const { check(blob_set_default_engine(h_)); }
     ::BlobEngine *get() const noexcept { return h_; }

@@ -19,7 +19,7 @@
 //! Work submitted to an open device is counted too, from the submission
 //! until the device reports it done: the driver runs it on threads of
 //! its own, and lavapipe compiles each kernel there on its first
-//! dispatch on a device, inside LLVM's process-wide locks). With opens
+//! dispatch on a device, inside LLVM's process-wide locks. With opens
 //! and closes counted and work not, one child in about 10,000 forked
 //! while another thread opened, used and closed devices in a loop hung
 //! (tests/gpu_fork.rs; one in 40 in a CI run): its own first kernel's

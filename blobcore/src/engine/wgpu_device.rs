@@ -317,8 +317,8 @@ impl Wgpu {
     /// Submits `commands`, counted as a driver section (see `in_driver`)
     /// until the device reports them done: the driver runs them on
     /// threads of its own after this returns (lavapipe compiles a kernel
-    /// there on its first dispatch on a device, through LLVM and the
-    /// dynamic loader, under their process-wide locks), so a child forked
+    /// there on its first dispatch on a device, under LLVM's process-wide
+    /// locks), so a child forked
     /// meanwhile is refused a device of its own rather than left waiting
     /// on a lock no thread of it holds. The count ends when a later
     /// submission or wait of this device sees the work done
