@@ -1149,3 +1149,217 @@ proptest! {
         }
     }
 }
+
+/// A float format's fields, for the bit-level oracle below (written from
+/// the formats' definitions, not from blobcore's conversion code).
+struct Format {
+    dtype: DType,
+    ebits: u32,
+    mbits: u32,
+    /// IEEE-style: the all-ones exponent holds the infinities and NaNs;
+    /// otherwise (float8_e4m3fn) only the all-ones pattern is NaN and
+    /// there is no infinity.
+    ieee: bool,
+}
+
+const NARROW: [Format; 4] = [
+    Format { dtype: DType::F16, ebits: 5, mbits: 10, ieee: true },
+    Format { dtype: DType::BF16, ebits: 8, mbits: 7, ieee: true },
+    Format { dtype: DType::F8E5M2, ebits: 5, mbits: 2, ieee: true },
+    Format { dtype: DType::F8E4M3Fn, ebits: 4, mbits: 3, ieee: false },
+];
+
+impl Format {
+    fn sign_bit(&self) -> u16 {
+        1 << (self.ebits + self.mbits)
+    }
+
+    /// The value of a non-negative pattern (None for NaN and infinity).
+    fn value(&self, p: u16) -> Option<f64> {
+        let (emask, mmask) = ((1u16 << self.ebits) - 1, (1u16 << self.mbits) - 1);
+        let (e, m) = ((p >> self.mbits) & emask, p & mmask);
+        let bias = (1i32 << (self.ebits - 1)) - 1;
+        if e == emask && (self.ieee || m == mmask) {
+            return None;
+        }
+        // Powers of two times a small integer: exact in f64.
+        let (int, exp) = if e == 0 { (m as f64, 1 - bias) } else { ((m | (mmask + 1)) as f64, e as i32 - bias) };
+        Some(int * 2f64.powi(exp - self.mbits as i32))
+    }
+
+    /// Every finite non-negative value with its pattern, increasing.
+    fn values(&self) -> Vec<(f64, u16)> {
+        (0..self.sign_bit()).filter_map(|p| self.value(p).map(|v| (v, p))).collect()
+    }
+}
+
+/// What a cast of `x` must give, by exact comparison with the midpoints
+/// of neighbouring values (each exact in f64: at most 12 significant
+/// bits): the nearest value, ties to the even pattern; past the largest
+/// finite value (rounding towards a value one step above it) infinity, or
+/// NaN where the format has none; the sign kept, NaN kept NaN. `Err(neg)`
+/// is a NaN of that sign.
+fn exactly_rounded(f: &Format, values: &[(f64, u16)], x: f64) -> Result<u16, bool> {
+    let sign = if x.is_sign_negative() { f.sign_bit() } else { 0 };
+    if x.is_nan() {
+        return Err(sign != 0);
+    }
+    let a = x.abs();
+    let (max, max_p) = values[values.len() - 1];
+    // One step past the largest value, in its binade: where overflow lies.
+    let over = (max + (max - values[values.len() - 2].0), max_p + 1);
+    let i = values.partition_point(|v| v.0 <= a);
+    let (lo, hi) = (values[i - 1], values.get(i).copied().unwrap_or(over));
+    let p = if a == lo.0 {
+        lo.1
+    } else if a >= over.0 {
+        over.1
+    } else {
+        let mid = lo.0 + (hi.0 - lo.0) / 2.0;
+        if a < mid || (a == mid && lo.1 % 2 == 0) { lo.1 } else { hi.1 }
+    };
+    if p == over.1 {
+        return if f.ieee { Ok(sign | ((1 << f.ebits) - 1) << f.mbits) } else { Err(sign != 0) };
+    }
+    Ok(sign | p)
+}
+
+/// The values a float64 blob holds for the cast test: any bit pattern, the
+/// formats' edges, and values at or one float64 step from a midpoint
+/// between two neighbours of the target format (where going through
+/// float32 rounds twice).
+fn float64_for(f: &'static Format) -> impl Strategy<Value = f64> {
+    let values = f.values();
+    let n = values.len();
+    prop_oneof![
+        any::<u64>().prop_map(f64::from_bits),
+        prop::sample::select(vec![0.0, -0.0, 1.0, 65504.0, 65520.0, 448.0, 464.0, 57344.0, 61440.0, 3.3895e38, 3.4e38, 5.96e-8, 1e-45, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY]),
+        (0..n - 1, -1i64..=1, any::<bool>()).prop_map(move |(i, nudge, neg)| {
+            let mid = values[i].0 + (values[i + 1].0 - values[i].0) / 2.0;
+            let v = if mid == 0.0 { mid } else { f64::from_bits((mid.to_bits() as i64 + nudge) as u64) };
+            if neg { -v } else { v }
+        }),
+    ]
+}
+
+/// A DLPack tensor of another producer over `data` (kept in the box with
+/// it): `step` elements apart, from the first one (a negative step walks
+/// backwards from the last); freed by its deleter.
+fn foreign_tensor(data: Vec<f64>, step: i64) -> *mut blobcore::dlpack::DLManagedTensorVersioned {
+    use blobcore::dlpack::*;
+    #[repr(C)]
+    struct Foreign {
+        managed: DLManagedTensorVersioned,
+        data: Vec<f64>,
+        shape: [i64; 1],
+        strides: [i64; 1],
+    }
+    unsafe extern "C" fn free(m: *mut DLManagedTensorVersioned) {
+        // SAFETY: `m` is the first field of a leaked `Foreign` box.
+        drop(unsafe { Box::from_raw(m as *mut Foreign) });
+    }
+    let len = data.len() as i64;
+    let n = (len + step.abs() - 1) / step.abs();
+    let dl_tensor = DLTensor {
+        data: std::ptr::null_mut(),
+        device: DLDevice { device_type: 1, device_id: 0 },
+        ndim: 1,
+        dtype: dl_dtype(DType::F64),
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let managed = DLManagedTensorVersioned { version: DLPackVersion { major: 1, minor: 0 }, manager_ctx: std::ptr::null_mut(), deleter: Some(free), flags: 0, dl_tensor };
+    let raw = Box::into_raw(Box::new(Foreign { managed, data, shape: [n], strides: [step] }));
+    // SAFETY: the live box just leaked; its fields do not move.
+    let f = unsafe { &mut *raw };
+    f.managed.dl_tensor.data = f.data.as_mut_ptr() as *mut std::ffi::c_void;
+    f.managed.dl_tensor.byte_offset = if step < 0 { 8 * (len - 1) as u64 } else { 0 };
+    (f.managed.dl_tensor.shape, f.managed.dl_tensor.strides) = (f.shape.as_mut_ptr(), f.strides.as_mut_ptr());
+    raw as *mut DLManagedTensorVersioned
+}
+
+/// The bit pattern of every element of a 1-D blob of a 1- or 2-byte dtype.
+fn patterns(b: &Blob) -> Vec<u16> {
+    (0..b.dims()[0]).map(|i| {
+        let s = b.get_element(&[i as i64]).unwrap();
+        s.bytes().iter().rev().fold(0u16, |acc, &x| acc << 8 | x as u16)
+    }).collect()
+}
+
+fn float64_cast_case(f: &'static Format, values: Vec<f64>, door: u8) {
+    let e = common::engine();
+    let n = values.len();
+    // `values` as a float64 blob reached through `door`, every way the
+    // same memory can arrive: blobcore's own blob, blob_wrap's door (a
+    // blob over memory lent by someone else), a DLPack tensor of another
+    // producer (dense: shared; every other element, backwards: copied),
+    // a reversed stepped view of a larger blob, and its DLPack round trip.
+    let src = match door {
+        0 => Blob::from_slice(&e, &[n], &values).unwrap(),
+        1 => wrapped_alias(&Blob::from_slice(&e, &[n], &values).unwrap()),
+        2 | 3 => {
+            let step: i64 = if door == 2 { 1 } else { -2 };
+            let mut data = vec![f64::NAN; n * step.unsigned_abs() as usize];
+            for (i, &v) in values.iter().enumerate() {
+                let at = if step > 0 { i } else { data.len() - 1 - 2 * i };
+                data[at] = v;
+            }
+            // SAFETY: a live tensor over its own boxed data, handed over.
+            unsafe { Blob::from_dlpack(&e, foreign_tensor(data, step), None) }.unwrap()
+        }
+        _ => {
+            // values[i] at 2 * (n - 1 - i) + 1 of a blob of 2n: [::-2] of it
+            // from the end reads them in order.
+            let mut big = vec![-1.5f64; 2 * n];
+            for (i, &v) in values.iter().enumerate() {
+                big[2 * (n - 1 - i) + 1] = v;
+            }
+            let whole = Blob::from_slice(&e, &[2 * n], &big).unwrap();
+            let r = blobcore::Index::Range { start: None, stop: None, step: Some(-2) };
+            let view = whole.index(&[r]).unwrap();
+            if door == 4 { view } else {
+                let t = view.to_dlpack(0).unwrap();
+                // SAFETY: blobcore's own live export, handed over once.
+                unsafe { Blob::from_dlpack(&e, t.as_ptr(), None) }.unwrap()
+            }
+        }
+    };
+    assert_eq!(src.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), values.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let table = f.values();
+    let want: Vec<Result<u16, bool>> = values.iter().map(|&x| exactly_rounded(f, &table, x)).collect();
+    let nan = |p: u16| f.value(p & !f.sign_bit()).is_none() && (!f.ieee || p & ((1 << f.mbits) - 1) != 0);
+    let is = |g: u16, w: Result<u16, bool>| match w {
+        Ok(p) => g == p,
+        Err(neg) => nan(g) && (g & f.sign_bit() != 0) == neg,
+    };
+    let agrees = |got: &[u16]| got.len() == want.len() && got.iter().zip(&want).all(|(&g, &w)| is(g, w));
+    let cast = patterns(&src.cast(f.dtype).unwrap());
+    assert!(agrees(&cast), "{:?} door {door}: {values:?} -> {cast:x?}, want {want:x?}", f.dtype);
+    // One element at a time through a scalar, and a fill of a reversed view.
+    let one: Vec<u16> = values.iter().map(|&x| {
+        let s = blobcore::Scalar::from_f64(f.dtype, x).unwrap();
+        s.bytes().iter().rev().fold(0u16, |acc, &b| acc << 8 | b as u16)
+    }).collect();
+    assert!(agrees(&one), "{:?} scalars: {values:?} -> {one:x?}", f.dtype);
+    let dst = Blob::tensor(&e, f.dtype, &[2]).unwrap();
+    dst.reversed_view().unwrap().fill(values[0]).unwrap();
+    let filled = patterns(&dst);
+    assert!(filled.iter().all(|&g| is(g, want[0])), "{:?} fill {}: {filled:x?}, want {:x?}", f.dtype, values[0], want[0]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(71), ..ProptestConfig::default() })]
+
+    /// float64 into float16, bfloat16 and the two signed float8 types
+    /// rounds once, to the exactly rounded value (a bit-level oracle over
+    /// the formats' definitions), whichever door the float64 memory came
+    /// in by (see `float64_cast_case`), for `cast`, scalars and fills.
+    #[test]
+    fn float64_casts_round_once_through_every_door(
+        (k, values) in (0usize..4).prop_flat_map(|k| (Just(k), prop::collection::vec(float64_for(&NARROW[k]), 1..24))),
+        door in 0u8..6,
+    ) {
+        float64_cast_case(&NARROW[k], values, door);
+    }
+}

@@ -442,6 +442,53 @@ def trimmed(key, shape):
     return tuple(out)
 
 
+
+def float64_through(a: np.ndarray, door: str) -> bc.Blob:
+    """The float64 values `a` as a blob reached through `door`: one of
+    ALIASES, "pickle" (a copy by value), or "strided view" (every other
+    element, backwards, of a blob over NumPy's memory)."""
+    if door == "strided view":
+        big = np.full(2 * len(a), -1.5)
+        big[1::2] = a[::-1]
+        return bc.Blob.from_numpy(big, copy=False)[::-2]
+    if door == "pickle":
+        return pickle.loads(pickle.dumps(bc.Blob.from_numpy(a)))
+    return alias(bc.Blob.from_numpy(a), door)
+
+
+@SETTINGS
+@given(st.lists(float64s(), min_size=1, max_size=24), st.sampled_from(ALIASES + ["pickle", "strided view"]),
+       st.sampled_from(["blob", "numpy", "dlpack", "reversed"]))
+def test_float64_casts_round_once_through_every_door(values, door, into):
+    """float64 into float16, bfloat16 and float32 rounds once whichever
+    door the float64 memory came in by (NumPy's memory, asblob, DLPack,
+    pickle buffers, a stepped reversed view) and whichever door the
+    destination's memory did (NumPy's, DLPack's, a reversed view)."""
+    a = np.array(values, dtype=np.float64)
+    src = float64_through(a, door)
+    assert same_bits(np.asarray(src), a)
+    for to in [np.float16, BF16, np.float32]:
+        want = np.concatenate([exact_round(float(v), np.dtype(to)) for v in a])
+        assert same_bits(src.astype(to).numpy(), want), (to, door)
+        assert same_bits(src.__array__(to), want), (to, door)
+        if into == "numpy":
+            mem = np.zeros(len(a), dtype=to)
+            dst, read = bc.Blob.from_numpy(mem, copy=False), lambda: mem
+        elif into == "dlpack":
+            dst = bc.from_dlpack(bc.Blob.full([len(a)], 0.0, dtype=to))
+            read = lambda: dst.numpy()
+        elif into == "reversed":
+            whole = bc.Blob.full([len(a)], 0.0, dtype=to)
+            dst, read = whole[::-1], lambda: whole.numpy()[::-1]
+        else:
+            dst = bc.Blob.full([len(a)], 0.0, dtype=to)
+            read = lambda: dst.numpy()
+        dst[:] = src
+        assert same_bits(read(), want), (to, door, into)
+        dst[:] = 0.0
+        dst.copy_from(src.astype(to))
+        assert same_bits(read(), want), (to, door, into)
+
 @SETTINGS
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=3), st.sampled_from(ALIASES), st.sampled_from(ALIASES), st.data())
 def test_overlapping_copies_read_the_source_first(dims, ka, kb, data):
