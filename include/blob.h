@@ -860,7 +860,11 @@ int32_t blob_fill_element(struct Blob *b, int32_t dtype, const void *value);
 // `value`, bit for bit (as `blob_fill_element`).
 int32_t blob_fill_object_element(struct Blob *b, int64_t n, int32_t dtype, const void *value);
 
-// Multiplies every element by `factor`.
+// Multiplies every element by `factor`: floats in their own precision
+// (float16 and bfloat16 through float); integers in double where a
+// double holds them (|x| <= 2^53), exactly beyond (int64 and uint64 keep
+// their low bits), then truncated toward zero and saturated to the
+// dtype's range. Bool and float8 blobs: `BLOB_ERR_DTYPE`.
 int32_t blob_scale(struct Blob *b, double factor);
 
 // Sum of absolute values, accumulated in double.

@@ -234,12 +234,23 @@ pub trait Arith: Element {
     /// `a - b`; integers wrap around as NumPy's do.
     fn sub(a: Self, b: Self) -> Self;
     /// `x * factor`: floats multiply in their own precision (f16 and bf16
-    /// through f32); integers multiply in f64 and convert as [`Element::round_from_f64`].
+    /// through f32); integers multiply in f64 where f64 holds them
+    /// (|x| <= 2^53) and exactly beyond, then truncate toward zero and
+    /// saturate (an infinite product saturates, a NaN one gives 0).
     fn scale(x: Self, factor: f64) -> Self;
+    /// [`Arith::scale`] of every element of `xs`, in place.
+    #[inline]
+    fn scale_slice(xs: &mut [Self], factor: f64) {
+        xs.iter_mut().for_each(|x| *x = Self::scale(*x, factor));
+    }
 }
 
 macro_rules! int_element {
-    ($t:ty, $d:expr) => {
+    // `$held`: whether float64 holds the value exactly (|x| <= 2^53).
+    // `$excess`: bits that are all zero for |x| < 2^53 (-2^53 included),
+    // or'ed over a run so that the check vectorizes with plain 64-bit adds,
+    // shifts and ors.
+    ($t:ty, $d:expr, $held:expr, $excess:expr) => {
         // SAFETY: primitive integers are plain old data of the dtype's size.
         unsafe impl Element for $t {
             const DTYPE: DType = $d;
@@ -263,19 +274,40 @@ macro_rules! int_element {
             }
             #[inline]
             fn scale(x: Self, factor: f64) -> Self {
-                (x as f64 * factor) as $t
+                let held: fn($t) -> bool = $held;
+                if held(x) || !factor.is_finite() {
+                    // Rust's float-to-integer `as` truncates, saturates and
+                    // takes NaN to 0.
+                    (x as f64 * factor) as $t
+                } else {
+                    // In range: saturated to the type's bounds.
+                    crate::integer_scale::exact_product(x as i128, factor, <$t>::MIN as i128, <$t>::MAX as i128) as $t
+                }
+            }
+            #[inline]
+            fn scale_slice(xs: &mut [Self], factor: f64) {
+                let excess: fn($t) -> u64 = $excess;
+                // Runs float64 holds whole take the float64 loop; the others
+                // go element by element.
+                for run in xs.chunks_mut(256) {
+                    if factor.is_finite() && run.iter().fold(0, |acc, &x| acc | excess(x)) != 0 {
+                        run.iter_mut().for_each(|x| *x = Self::scale(*x, factor));
+                    } else {
+                        run.iter_mut().for_each(|x| *x = (*x as f64 * factor) as $t);
+                    }
+                }
             }
         }
     };
 }
-int_element!(i32, DType::I32);
-int_element!(i64, DType::I64);
-int_element!(u8, DType::U8);
-int_element!(i8, DType::I8);
-int_element!(i16, DType::I16);
-int_element!(u16, DType::U16);
-int_element!(u32, DType::U32);
-int_element!(u64, DType::U64);
+int_element!(i32, DType::I32, |_| true, |_| 0);
+int_element!(i64, DType::I64, |x| x.unsigned_abs() <= 1 << 53, |x| (x as u64).wrapping_add(1 << 53) >> 54);
+int_element!(u8, DType::U8, |_| true, |_| 0);
+int_element!(i8, DType::I8, |_| true, |_| 0);
+int_element!(i16, DType::I16, |_| true, |_| 0);
+int_element!(u16, DType::U16, |_| true, |_| 0);
+int_element!(u32, DType::U32, |_| true, |_| 0);
+int_element!(u64, DType::U64, |x| x <= 1 << 53, |x| x >> 53);
 
 // SAFETY: f32 is plain old data of 4 bytes; every bit pattern is a float.
 unsafe impl Element for f32 {

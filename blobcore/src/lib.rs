@@ -58,6 +58,7 @@ pub mod error;
 pub mod export;
 pub mod float8;
 pub mod index;
+pub(crate) mod integer_scale;
 pub mod raw;
 pub mod io;
 pub(crate) mod machine_memory;

@@ -1363,3 +1363,101 @@ proptest! {
         float64_cast_case(&NARROW[k], values, door);
     }
 }
+
+/// What `scale` must give for the integer `x`: NumPy's float64
+/// `trunc(x * factor)`, clamped to `[min, max]`, while float64 holds `x`
+/// (|x| <= 2^53); beyond, `trunc(x · factor)` exactly, by another route
+/// than the core's shifts: the factor doubled until it is an integer `num`
+/// (`factor = num / 2^k`), then an i128 product and division (which
+/// truncates toward zero). A non-finite factor gives the float64
+/// product's saturation (NaN: 0).
+fn scaled_by_division(x: i128, factor: f64, min: i128, max: i128) -> i128 {
+    let clamp = |v: i128| v.clamp(min, max);
+    let saturated = |positive: bool| if positive { max } else { min };
+    if !factor.is_finite() || x.unsigned_abs() <= 1 << 53 {
+        let p = (x as f64 * factor).trunc();
+        return if p.is_nan() { 0 } else if p >= max as f64 { max } else if p <= min as f64 { min } else { p as i128 };
+    }
+    if factor == 0.0 {
+        return 0;
+    }
+    let positive = (x > 0) == (factor > 0.0);
+    if factor.abs() >= 2f64.powi(64) {
+        return saturated(positive);
+    }
+    let (mut f, mut k) = (factor, 0u32);
+    while f.fract() != 0.0 {
+        f *= 2.0;
+        k += 1;
+    }
+    let Some(product) = x.checked_mul(f as i128) else { return saturated(positive) };
+    clamp(if k >= 127 { 0 } else { product / (1i128 << k) })
+}
+
+fn integer_scale_case<T: Element + Bounds + Into<i128> + TryFrom<i128>>(raw: &[u64], factor: f64, reversed: bool) {
+    let (min, max) = (T::MIN_I128, T::MAX_I128);
+    let span = (max - min) as u128 + 1;
+    // Values spread over the whole range, some next to its ends and to 2^53.
+    let vals: Vec<T> = raw
+        .iter()
+        .map(|&r| {
+            let v = match r % 4 {
+                0 => min + (r as u128 % span.min(1 << 64)) as i128,
+                1 => max - (r >> 2) as i128 % 4,
+                2 => ((1i128 << 53) + (r >> 2) as i128 % 5 - 2).clamp(min, max),
+                _ => (min + (r >> 2) as i128 % 4).min(max),
+            };
+            T::try_from(v.clamp(min, max)).ok().unwrap()
+        })
+        .collect();
+    let b = Blob::from_slice(&common::engine(), &[vals.len()], &vals).unwrap();
+    let target = if reversed { b.reversed_view().unwrap() } else { b.clone() };
+    target.scale(factor).unwrap();
+    let got = b.to_vec::<T>().unwrap();
+    for (v, g) in vals.iter().zip(&got) {
+        let (v, g): (i128, i128) = ((*v).into(), (*g).into());
+        assert_eq!(g, scaled_by_division(v, factor, min, max), "{:?}: {v} x {factor:e}", T::DTYPE);
+    }
+}
+
+/// The integer dtypes' bounds, for the scale test.
+trait Bounds {
+    const MIN_I128: i128;
+    const MAX_I128: i128;
+}
+macro_rules! bounds {
+    ($($t:ty),*) => {$(impl Bounds for $t { const MIN_I128: i128 = <$t>::MIN as i128; const MAX_I128: i128 = <$t>::MAX as i128; })*};
+}
+bounds!(i8, u8, i16, u16, i32, u32, i64, u64);
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, rng_seed: proptest::test_runner::RngSeed::Fixed(71), ..ProptestConfig::default() })]
+
+    /// `scale` on every integer dtype is NumPy's float64 product where
+    /// float64 holds the value, and the exact product past 2^53 (int64 and
+    /// uint64 keep their low bits), truncated toward zero and saturated,
+    /// against an i128 division oracle; on a reversed view too.
+    #[test]
+    fn integer_scale_is_the_exact_truncated_product(
+        raw in prop::collection::vec(any::<u64>(), 1..20),
+        factor in prop_oneof![
+            any::<u64>().prop_map(f64::from_bits),
+            prop::sample::select(vec![1.0, -1.0, 0.5, -0.5, 2.0, -3.25, 0.1, 1.0 / 3.0, 2.0 / 3.0, 1e-300, 1e300, 0.0, -0.0, f64::INFINITY, f64::NAN, 9007199254740993.0]),
+            (any::<i32>(), 0i32..80).prop_map(|(n, k)| n as f64 / 2f64.powi(k)),
+            (1u64..1 << 53, -1i64..=1).prop_map(|(d, nudge)| f64::from_bits(((1.0 / d as f64).to_bits() as i64 + nudge) as u64)),
+        ],
+        dtype in 0u8..8,
+        reversed in any::<bool>(),
+    ) {
+        match dtype {
+            0 => integer_scale_case::<i8>(&raw, factor, reversed),
+            1 => integer_scale_case::<u8>(&raw, factor, reversed),
+            2 => integer_scale_case::<i16>(&raw, factor, reversed),
+            3 => integer_scale_case::<u16>(&raw, factor, reversed),
+            4 => integer_scale_case::<i32>(&raw, factor, reversed),
+            5 => integer_scale_case::<u32>(&raw, factor, reversed),
+            6 => integer_scale_case::<i64>(&raw, factor, reversed),
+            _ => integer_scale_case::<u64>(&raw, factor, reversed),
+        }
+    }
+}

@@ -75,7 +75,11 @@ fn scalar_at(dtype: i32, value: *const c_void) -> Result<Scalar, Error> {
     Scalar::from_bytes(dtype, bytes)
 }
 
-/// Multiplies every element by `factor`.
+/// Multiplies every element by `factor`: floats in their own precision
+/// (float16 and bfloat16 through float); integers in double where a
+/// double holds them (|x| <= 2^53), exactly beyond (int64 and uint64 keep
+/// their low bits), then truncated toward zero and saturated to the
+/// dtype's range. Bool and float8 blobs: `BLOB_ERR_DTYPE`.
 #[no_mangle]
 pub extern "C" fn blob_scale(b: *mut Blob, factor: f64) -> i32 {
     ffi!({ handles::with_blob(b, "blob", |b| b.scale(factor)) })

@@ -884,8 +884,10 @@ impl PyBlob {
     }
 
     /// Multiplies every element by ``factor``: floats in their own
-    /// precision; integers in float64, then truncated toward zero and
-    /// saturated to the dtype's range (as ``fill``).
+    /// precision; integers in float64 (NumPy's ``trunc(x * factor)``) where
+    /// float64 holds them (|x| <= 2**53), exactly beyond (int64 and uint64
+    /// keep their low bits), then truncated toward zero and saturated to
+    /// the dtype's range.
     fn scale(&self, py: Python<'_>, factor: f64) -> PyResult<()> {
         run(py, self.b.is_small(), || self.b.scale(factor))
     }

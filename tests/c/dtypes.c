@@ -143,6 +143,19 @@ int main(void) {
         CHECK(blob_fill(small, -0.5) == BLOB_OK);
         CHECK(blob_copy_to_host(small, got8, sizeof got8) == BLOB_OK && got8[3] == 0);
         CHECK(blob_fill(small, 256.0) == BLOB_ERR_OUT_OF_RANGE && blob_fill(small, -1.0) == BLOB_ERR_OUT_OF_RANGE);
+        /* scale keeps int64's and uint64's low bits past 2^53 (a product
+         * formed in double dropped them), and is NumPy's double product
+         * below (252 * (1/3) is 84 there, as in NumPy; exactly it is just
+         * under). */
+        CHECK(blob_fill_element(x, BLOB_I64, &big) == BLOB_OK);
+        CHECK(blob_scale(x, -1.0) == BLOB_OK);
+        CHECK(blob_copy_to_host(x, got64, sizeof got64) == BLOB_OK && got64[0] == -big && got64[3] == -big);
+        CHECK(blob_scale(x, -0.5) == BLOB_OK);
+        CHECK(blob_copy_to_host(x, got64, sizeof got64) == BLOB_OK && got64[1] == big / 2);
+        CHECK(blob_scale(u, 1.0) == BLOB_OK);
+        CHECK(blob_copy_to_host(u, gotu, sizeof gotu) == BLOB_OK && gotu[0] == UINT64_MAX);
+        CHECK(blob_fill(small, 252.0) == BLOB_OK && blob_scale(small, 1.0 / 3.0) == BLOB_OK);
+        CHECK(blob_copy_to_host(small, got8, sizeof got8) == BLOB_OK && got8[2] == 84);
         blob_free(x);
         blob_free(u);
         blob_free(small);

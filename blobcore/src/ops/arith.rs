@@ -119,8 +119,10 @@ impl Blob {
     }
 
     /// Multiplies every element by `factor` (Caffe `scale_data`). Floats
-    /// multiply in their own precision; integers in f64, then truncate and
-    /// saturate.
+    /// multiply in their own precision; integers in f64 where f64 holds
+    /// them (|x| <= 2^53: NumPy's `trunc(x * factor)`) and exactly beyond
+    /// (int64 and uint64 keep their low bits), then truncate toward zero
+    /// and saturate (see [`Arith::scale`](crate::Arith::scale)).
     pub fn scale(&self, factor: f64) -> Result<()> {
         self.dtype().check_arithmetic("scale")?;
         if !self.is_dense() {
@@ -133,7 +135,7 @@ impl Blob {
         }
         self.with_write(|w| {
             dispatch_arith!(self.dtype(), T => {
-                par_chunks_mut(w.typed_mut::<T>(), |c| c.iter_mut().for_each(|x| *x = T::scale(*x, factor)));
+                par_chunks_mut(w.typed_mut::<T>(), |c| T::scale_slice(c, factor));
             }, else => ())
         })
     }
