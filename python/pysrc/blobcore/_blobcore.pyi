@@ -318,9 +318,16 @@ class Blob:
         itself."""
     def fill_object(self, n: int, value: ScalarLike) -> None:
         """Every element of object ``n`` set to ``value`` (converted as ``fill``)."""
-    def scale(self, factor: float) -> None: ...
-    def asum(self) -> float: ...
-    def sumsq(self) -> float: ...
+    def scale(self, factor: float) -> None:
+        """Multiplies every element by ``factor``: floats in their own
+        precision; integers in float64 (NumPy's ``trunc(x * factor)``) where
+        float64 holds them (|x| <= 2**53), exactly beyond (int64 and uint64
+        keep their low bits), then truncated toward zero and saturated to
+        the dtype's range. Bool and float8 blobs raise DTypeError."""
+    def asum(self) -> float:
+        """Sum of absolute values, accumulated in float64."""
+    def sumsq(self) -> float:
+        """Sum of squares, accumulated in float64."""
     @property
     def diff(self) -> Blob: ...
     def update(self) -> None: ...
