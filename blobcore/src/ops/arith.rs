@@ -122,7 +122,7 @@ impl Blob {
     /// multiply in their own precision; integers in f64 where f64 holds
     /// them (|x| <= 2^53: NumPy's `trunc(x * factor)`) and exactly beyond
     /// (int64 and uint64 keep their low bits), then truncate toward zero
-    /// and saturate (see [`Arith::scale`](crate::Arith::scale)).
+    /// and saturate (see [`Arith::scale`]).
     pub fn scale(&self, factor: f64) -> Result<()> {
         self.dtype().check_arithmetic("scale")?;
         if !self.is_dense() {
