@@ -160,6 +160,25 @@ int main(void) {
         blob_free(u);
         blob_free(small);
     }
+    /* double -> float16 / bfloat16 through blob_wrap's door rounds once:
+     * each value lies just past a halfway point that a trip through float
+     * would land on exactly (and then round to even, the other way). */
+    {
+        static double lent[4] = {0x1.0100000001p0, -0x1.0100000001p0, 0x1.0020000001p0, 65519.99};
+        static const uint16_t want_bf16[4] = {0x3f81, 0xbf81, 0x3f80, 0x4780};
+        static const uint16_t want_f16[4] = {0x3c04, 0xbc04, 0x3c01, 0x7bff};
+        const int64_t d4[1] = {4};
+        uint16_t got16[4];
+        Blob *w = NULL, *h = NULL, *bh = NULL;
+        CHECK(blob_wrap(NULL, BLOB_F64, d4, 1, lent, sizeof lent, NULL, NULL, &w) == BLOB_OK);
+        CHECK(blob_cast(w, BLOB_BF16, &bh) == BLOB_OK);
+        CHECK(blob_copy_to_host(bh, got16, sizeof got16) == BLOB_OK && memcmp(got16, want_bf16, sizeof got16) == 0);
+        CHECK(blob_cast(w, BLOB_F16, &h) == BLOB_OK);
+        CHECK(blob_copy_to_host(h, got16, sizeof got16) == BLOB_OK && memcmp(got16, want_f16, sizeof got16) == 0);
+        blob_free(w);
+        blob_free(h);
+        blob_free(bh);
+    }
     if (failures == 0) printf("dtypes: all checks passed\n");
     return failures != 0;
 }
