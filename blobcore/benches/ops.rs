@@ -325,6 +325,18 @@ fn run(mib: usize) {
         t.row(streaming[3], &mut base, Limit::Write, 0.9, &mut || a.fill(0.0).unwrap());
         t.row(streaming[4], &mut base, Limit::CopyTimes(1.5), 0.9, &mut || a.add(&b).unwrap());
     }
+    // Integer scale in place (it reads and writes every byte once, as a
+    // copy does): int64 values that float64 holds, and values past 2^53
+    // (the exact product).
+    let int_scale = ["scale int64, values below 2^53", "scale int64, values past 2^53"];
+    if t.wants(&int_scale) {
+        let n = bytes / 8;
+        for (name, v) in int_scale.iter().zip([3i64, (1 << 60) + 1]) {
+            let x = Blob::tensor(&e, DType::I64, &[n]).unwrap();
+            x.fill_element(&blobcore::Scalar::of(v)).unwrap();
+            t.row(name, &mut base, Limit::Copy, 0.9, &mut || x.scale(1.0).unwrap());
+        }
+    }
     let missed: Vec<&str> = t.rows.iter().filter(|r| r.2 < r.4).map(|r| r.0.as_str()).collect();
     println!("{mib} MiB: {} of {} rows meet their target; missing: {missed:?}", t.rows.len() - missed.len(), t.rows.len());
 }

@@ -275,12 +275,13 @@ macro_rules! int_element {
             #[inline]
             fn scale(x: Self, factor: f64) -> Self {
                 let held: fn($t) -> bool = $held;
-                if held(x) || !factor.is_finite() {
+                if held(x) {
                     // Rust's float-to-integer `as` truncates, saturates and
                     // takes NaN to 0.
                     (x as f64 * factor) as $t
                 } else {
-                    // In range: saturated to the type's bounds.
+                    // In range: saturated to the type's bounds (a
+                    // non-finite factor too).
                     crate::integer_scale::exact_product(x as i128, factor, <$t>::MIN as i128, <$t>::MAX as i128) as $t
                 }
             }
@@ -290,7 +291,7 @@ macro_rules! int_element {
                 // Runs float64 holds whole take the float64 loop; the others
                 // go element by element.
                 for run in xs.chunks_mut(256) {
-                    if factor.is_finite() && run.iter().fold(0, |acc, &x| acc | excess(x)) != 0 {
+                    if run.iter().fold(0, |acc, &x| acc | excess(x)) != 0 {
                         run.iter_mut().for_each(|x| *x = Self::scale(*x, factor));
                     } else {
                         run.iter_mut().for_each(|x| *x = (*x as f64 * factor) as $t);

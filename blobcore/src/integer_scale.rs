@@ -9,8 +9,8 @@
 //! element, `Arith::scale_slice` per run of 256; for the dtypes of 32
 //! bits and less the choice folds away, leaving the float64 loop.
 
-/// The factor `±m · 2^e` (`m` an integer of at most 53 bits), split once
-/// per call.
+/// The factor `±m · 2^e` (`m` an integer of at most 53 bits); split per
+/// element, a loop invariant the compiler lifts out of `scale_slice`.
 #[derive(Clone, Copy)]
 struct Split {
     negative: bool,
@@ -32,9 +32,9 @@ impl Split {
     }
 }
 
-/// `trunc(x · factor)` exactly, saturated to `[min, max]`, for a finite
-/// factor (the caller takes non-finite ones through float64, where an
-/// infinite product saturates and a NaN one is 0).
+/// `trunc(x · factor)` exactly, saturated to `[min, max]`. A non-finite
+/// factor gives what the float64 product gives: an infinite product
+/// saturates, a NaN one (`0 · ∞`, or a NaN factor) is 0.
 #[inline]
 pub(crate) fn exact_product(x: i128, factor: f64, min: i128, max: i128) -> i128 {
     let Some(s) = Split::of(factor) else {

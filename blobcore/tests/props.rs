@@ -1461,3 +1461,27 @@ proptest! {
         }
     }
 }
+
+/// `scale` of every int8 and uint8 value (the whole domain) by factors
+/// around the tricky cases, through blob_wrap's door (a blob over lent
+/// memory) and a reversed view of it, against the division oracle.
+#[test]
+fn integer_scale_of_every_8_bit_value() {
+    fn all<T: Element + Bounds + Into<i128> + TryFrom<i128>>() {
+        let vals: Vec<T> = (T::MIN_I128..=T::MAX_I128).map(|v| T::try_from(v).ok().unwrap()).collect();
+        let third = 1.0f64 / 3.0;
+        for factor in [1.0, -1.0, 0.5, -0.5, third, -third, f64::from_bits(third.to_bits() + 1), 0.1, 1.5, 255.0, 1e-300, f64::INFINITY, f64::NAN, -0.0] {
+            for reversed in [false, true] {
+                let wrapped = wrapped_alias(&Blob::from_slice(&common::engine(), &[vals.len()], &vals).unwrap());
+                let target = if reversed { wrapped.reversed_view().unwrap() } else { wrapped.clone() };
+                target.scale(factor).unwrap();
+                for (v, g) in vals.iter().zip(wrapped.to_vec::<T>().unwrap()) {
+                    let (v, g): (i128, i128) = ((*v).into(), g.into());
+                    assert_eq!(g, scaled_by_division(v, factor, T::MIN_I128, T::MAX_I128), "{:?}: {v} x {factor:e}", T::DTYPE);
+                }
+            }
+        }
+    }
+    all::<i8>();
+    all::<u8>();
+}

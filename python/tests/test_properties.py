@@ -239,40 +239,6 @@ def test_integer_casts_round_once(values, it):
 
 
 
-INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
-
-
-@SETTINGS
-@given(st.sampled_from(INTEGER_DTYPES), st.data(),
-       st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1.0, -1.0, 0.5, -0.5, 2.0, 1 / 3, 0.1, -0.0]),
-                 st.builds(lambda n, k: n / 2**k, st.integers(-(2**31), 2**31), st.integers(0, 80))),
-       st.booleans())
-def test_integer_scale_is_numpys_or_exact(dtype, data, factor, reversed_view):
-    """``scale`` on integers: NumPy's float64 ``trunc(x * factor)`` where
-    float64 holds ``x`` (|x| <= 2**53), the exact product (Python's
-    ``Fraction``) beyond, truncated toward zero and saturated."""
-    info = np.iinfo(dtype)
-    near = st.integers(-4, 4).map(lambda d: 2**53 + d)
-    ends = st.integers(0, 3).flatmap(lambda d: st.sampled_from([int(info.min) + d, int(info.max) - d]))
-    values = data.draw(st.lists(st.one_of(st.integers(int(info.min), int(info.max)), near, near.map(lambda v: -v), ends),
-                                min_size=1, max_size=16))
-    values = [min(max(v, int(info.min)), int(info.max)) for v in values]
-    a = np.array(values, dtype=dtype)
-    b = bc.Blob.from_numpy(a)
-    (b[::-1] if reversed_view else b).scale(factor)
-
-    def want(x: int) -> int:
-        if factor != factor or factor in (float("inf"), float("-inf")) or abs(x) <= 2**53:
-            with np.errstate(invalid="ignore", over="ignore"):
-                p = np.trunc(np.float64(x) * factor)
-            if p != p:
-                return 0
-            return int(info.max) if p >= float(info.max) else int(info.min) if p <= float(info.min) else int(p)
-        return min(max(int(Fraction(x) * Fraction(factor)), int(info.min)), int(info.max))  # int() truncates
-
-    got = [int(v) for v in b.numpy()]
-    assert got == [want(int(v)) for v in a], (np.dtype(dtype), factor)
-
 @SETTINGS
 @given(st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=1, max_size=64), st.sampled_from(DTYPES))
 def test_float32_casts_match_numpy_and_ml_dtypes(values, to):
@@ -523,6 +489,43 @@ def test_float64_casts_round_once_through_every_door(values, door, into):
         dst[:] = 0.0
         dst.copy_from(src.astype(to))
         assert same_bits(read(), want), (to, door, into)
+
+INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+@SETTINGS
+@given(st.sampled_from(INTEGER_DTYPES), st.data(),
+       st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1.0, -1.0, 0.5, -0.5, 2.0, 1 / 3, 0.1, -0.0]),
+                 st.builds(lambda n, k: n / 2**k, st.integers(-(2**31), 2**31), st.integers(0, 80))),
+       st.booleans(), st.sampled_from(ALIASES))
+def test_integer_scale_is_numpys_or_exact(dtype, data, factor, reversed_view, door):
+    """``scale`` on integers: NumPy's float64 ``trunc(x * factor)`` where
+    float64 holds ``x`` (|x| <= 2**53), the exact product (Python's
+    ``Fraction``) beyond, truncated toward zero and saturated; scaled
+    through another door to the same memory (NumPy, asblob, DLPack,
+    pickle buffers) and read back through the first."""
+    info = np.iinfo(dtype)
+    near = st.integers(-4, 4).map(lambda d: 2**53 + d)
+    ends = st.integers(0, 3).flatmap(lambda d: st.sampled_from([int(info.min) + d, int(info.max) - d]))
+    values = data.draw(st.lists(st.one_of(st.integers(int(info.min), int(info.max)), near, near.map(lambda v: -v), ends),
+                                min_size=1, max_size=16))
+    values = [min(max(v, int(info.min)), int(info.max)) for v in values]
+    a = np.array(values, dtype=dtype)
+    b = bc.Blob.from_numpy(a)
+    other = alias(b, door)
+    (other[::-1] if reversed_view else other).scale(factor)
+
+    def want(x: int) -> int:
+        if factor != factor or factor in (float("inf"), float("-inf")) or abs(x) <= 2**53:
+            with np.errstate(invalid="ignore", over="ignore"):
+                p = np.trunc(np.float64(x) * factor)
+            if p != p:
+                return 0
+            return int(info.max) if p >= float(info.max) else int(info.min) if p <= float(info.min) else int(p)
+        return min(max(int(Fraction(x) * Fraction(factor)), int(info.min)), int(info.max))  # int() truncates
+
+    got = [int(v) for v in b.numpy()]
+    assert got == [want(int(v)) for v in a], (np.dtype(dtype), factor, door)
 
 @SETTINGS
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=3), st.sampled_from(ALIASES), st.sampled_from(ALIASES), st.data())

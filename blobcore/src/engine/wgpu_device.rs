@@ -318,11 +318,11 @@ impl Wgpu {
     /// until the device reports them done: the driver runs them on
     /// threads of its own after this returns (lavapipe compiles a kernel
     /// there on its first dispatch on a device, under LLVM's process-wide
-    /// locks), so a child forked
-    /// meanwhile is refused a device of its own rather than left waiting
-    /// on a lock no thread of it holds. The count ends when a later
-    /// submission or wait of this device sees the work done
-    /// ([`crate::Engine::synchronize`] before a fork ends it at once).
+    /// locks), so a child forked meanwhile is refused a device of its own
+    /// rather than left waiting on a lock no thread of it holds. The
+    /// count ends when a later submission or wait of this device sees the
+    /// work done ([`crate::Engine::synchronize`] before a fork ends it at
+    /// once).
     fn submit(&self, commands: impl IntoIterator<Item = wgpu::CommandBuffer>) {
         let running = super::in_driver::running();
         self.queue.submit(commands);
