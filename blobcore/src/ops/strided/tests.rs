@@ -584,3 +584,26 @@ fn long_reads_take_few_long_source_streams_and_larger_batches() {
     };
     assert_eq!((batch(Tuning::Square), batch(Tuning::LongReads)), ((512, 16, 1, 32), (512, 16, 4, 32)));
 }
+
+#[test]
+fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
+    use super::nest::nest;
+    // RowBursts changes where a batched packed tile's bytes go first, not
+    // the plan: every nest is LongReads' (the tiles' values are checked
+    // against the oracle under each tuning above).
+    let cases: [(&[usize], &[usize]); 4] = [
+        (&[64, 128, 256, 16], &[3, 1, 2, 0]),
+        (&[8, 8, 16, 16, 32, 512], &[5, 0, 3, 1, 4, 2]),
+        (&[16, 32, 32, 32, 64], &[4, 2, 0, 3, 1]),
+        (&[16, 256, 64, 64], &[0, 2, 3, 1]),
+    ];
+    for (dims, p) in cases {
+        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let (ost, sst) = (row_major(&out), row_major(dims));
+        let axes = normalise((0..dims.len()).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
+        let plan = |t| format!("{:?}", nest(&axes, 4, t));
+        assert_eq!(plan(Tuning::RowBursts), plan(Tuning::LongReads), "{dims:?} {p:?}");
+    }
+    let bursts: Vec<bool> = Tuning::ALL.iter().map(|t| t.batched_rows_in_bursts()).collect();
+    assert_eq!(bursts, [false, false, true]);
+}

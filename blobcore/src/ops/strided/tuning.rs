@@ -10,7 +10,10 @@
 //! VM from 2026-12-01, an EPYC of family 26, 1 MiB of L2 per core, 32 MiB
 //! of L3) a tile of runs is fastest when it reads few source streams,
 //! each 16 KiB long, and writes many short destination pieces, and
-//! transpose tiles batch up to 128 KiB. Each family keeps the shapes it
+//! transpose tiles batch up to 128 KiB. AMD processors with at most 512
+//! KiB of L2 per core ([`Tuning::RowBursts`], session 72: a 2-core Zen 3
+//! VM, family 25) plan as Zen 5 does but write a batched tile's
+//! destination rows whole, one at a time. Each family keeps the shapes it
 //! was measured with; a processor of neither vendor gets the square ones.
 //! The far-row rules (`nest.rs`'s `STREAM_ROWS`, whole rows, split rows)
 //! are the same for both: on the Zen 5 VM, tiles of 16 far rows of 16 KiB
@@ -27,6 +30,11 @@ pub(super) enum Tuning {
     /// Tiles of runs that read few long source streams and write many
     /// short destination pieces, batches up to 128 KiB (AMD).
     LongReads,
+    /// [`Tuning::LongReads`]' shapes, with a streamed packed tile's
+    /// batched destination rows written out whole, one row at a time
+    /// (AMD with at most 512 KiB of L2 per core: see
+    /// [`Tuning::batched_rows_in_bursts`]).
+    RowBursts,
 }
 
 /// Bytes a tile of runs reads (and writes) with [`Tuning::Square`]:
@@ -39,13 +47,17 @@ const LONG_READ_BYTES: usize = 16 << 10;
 impl Tuning {
     /// Both tunings, for tests that check every plan against an oracle.
     #[cfg(test)]
-    pub(super) const ALL: [Tuning; 2] = [Tuning::Square, Tuning::LongReads];
+    pub(super) const ALL: [Tuning; 3] = [Tuning::Square, Tuning::LongReads, Tuning::RowBursts];
 
     /// The tuning of the processor this process runs on (looked up once;
     /// never waited for, so no fork can leave it half made).
     pub(super) fn host() -> Tuning {
         static HOST: crate::first_use::FirstUse<Tuning> = crate::first_use::FirstUse::new();
-        *HOST.get_or_make(|| if is_amd() { Tuning::LongReads } else { Tuning::Square })
+        *HOST.get_or_make(|| match (is_amd(), l2_kib()) {
+            (true, Some(kib)) if kib <= 512 => Tuning::RowBursts,
+            (true, _) => Tuning::LongReads,
+            (false, _) => Tuning::Square,
+        })
     }
 
     /// A tile of runs of `run_bytes` (each contiguous on both sides):
@@ -70,8 +82,8 @@ impl Tuning {
                 let edge = (RUN_TILE_BYTES / run_bytes.max(1)).isqrt().clamp(4, 64);
                 (edge, edge)
             }
-            Tuning::LongReads if run_bytes >= 64 => ((LONG_READ_BYTES / run_bytes).clamp(4, 256), 4),
-            Tuning::LongReads => Tuning::Square.run_tile(run_bytes),
+            Tuning::LongReads | Tuning::RowBursts if run_bytes >= 64 => ((LONG_READ_BYTES / run_bytes).clamp(4, 256), 4),
+            Tuning::LongReads | Tuning::RowBursts => Tuning::Square.run_tile(run_bytes),
         }
     }
 
@@ -88,7 +100,7 @@ impl Tuning {
     pub(super) fn split_row_bytes(self) -> usize {
         match self {
             Tuning::Square => super::nest::SPLIT_ROW_BYTES,
-            Tuning::LongReads => super::nest::WHOLE_ROW_BYTES,
+            Tuning::LongReads | Tuning::RowBursts => super::nest::WHOLE_ROW_BYTES,
         }
     }
 
@@ -105,7 +117,7 @@ impl Tuning {
     /// (`transposed (0,2)` 0.94-1.08, `(0,3)` 0.81-1.04, `(1,3)`
     /// 0.98-1.03, two sets each; NCHW->NHWC at C = 64 1.02 once).
     pub(super) fn next_tile_into_l1(self) -> bool {
-        matches!(self, Tuning::LongReads)
+        matches!(self, Tuning::LongReads | Tuning::RowBursts)
     }
 
     /// 4-byte elements a batch of tiles grows to (see `Body::Tile`).
@@ -120,9 +132,49 @@ impl Tuning {
     pub(super) fn batch_floats(self) -> usize {
         match self {
             Tuning::Square => super::BATCH_FLOATS,
-            Tuning::LongReads => 4 * super::BATCH_FLOATS,
+            Tuning::LongReads | Tuning::RowBursts => 4 * super::BATCH_FLOATS,
         }
     }
+
+    /// Whether a streamed packed tile with a batch (`simd/tiles.rs`)
+    /// writes each destination row's part of the tile in one burst,
+    /// through the scratch, rather than eight rows at a time straight
+    /// from the registers (where the bytes go first; no result depends
+    /// on it). [`Tuning::RowBursts`] only.
+    ///
+    /// On session 72's 2-core VM (an EPYC of family 25, model 1: Zen 3,
+    /// 512 KiB of 8-way L2 per core, 32 MiB of L3, no AVX-512),
+    /// streamed stores spread over far rows, a short piece to each in
+    /// turn, are slow once reads are mixed in. A C model, sequential
+    /// reads with streamed writes to 32-512 rows a power of two apart, at
+    /// 1 GiB with 2 threads against a streamed copy: 64 bytes per row in
+    /// turn 0.33-0.46x, 128 bytes 0.53-0.58x, 256 bytes 0.78-0.81x, 1 KiB
+    /// 0.99-1.03x. Alternated in one process at 1 GiB (6 rounds, the
+    /// best of each, two sets): `transposed (0,3)` of `[64, 128, 256,
+    /// 128]` 125-128 -> 87-91 ms, `(1,3)` 124-132 -> 86-92 ms, `permute
+    /// [5, 0, 3, 1, 4, 2]` 114-116 -> 100-101 ms (a streamed copy: 31-45
+    /// ms). Unbatched tiles (NCHW->NHWC, `permute [4, 2, 0, 3, 1]`) were
+    /// 2-37% slower through the scratch and keep the direct stores, as
+    /// do the other tunings: the direct stores were measured faster on
+    /// the Intel VM (session 42) and kept on Zen 5.
+    pub(super) fn batched_rows_in_bursts(self) -> bool {
+        matches!(self, Tuning::RowBursts)
+    }
+}
+
+/// The L2 cache per core in KiB (CPUID leaf 0x8000_0006, ECX bits
+/// 31-16) where the processor reports it; None under Miri, which runs
+/// no inline assembly.
+fn l2_kib() -> Option<u32> {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        if std::arch::x86_64::__cpuid(0x8000_0000).eax < 0x8000_0006 {
+            return None;
+        }
+        Some(std::arch::x86_64::__cpuid(0x8000_0006).ecx >> 16).filter(|&k| k > 0)
+    }
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
+    None
 }
 
 /// True on an AMD processor (CPUID's vendor string "AuthenticAMD").

@@ -62,11 +62,11 @@ pub(super) unsafe fn copy_tuned(es: usize, axes: &[Axis], dst: *mut u8, src: *co
         crate::engine::pool::install(|| {
             (0..total.div_ceil(chunk)).into_par_iter().for_each(|t| {
                 let lo = t * chunk;
-                unsafe { run_range(es, &n, d, s, lo, (lo + chunk).min(total), stream) };
+                unsafe { run_range(es, &n, d, s, lo, (lo + chunk).min(total), stream, tuning) };
             })
         });
     } else {
-        unsafe { run_range(es, &n, d, s, 0, total, stream) };
+        unsafe { run_range(es, &n, d, s, 0, total, stream, tuning) };
     }
 }
 
@@ -74,7 +74,8 @@ pub(super) unsafe fn copy_tuned(es: usize, axes: &[Axis], dst: *mut u8, src: *co
 ///
 /// # Safety
 /// As [`copy`].
-unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: usize, stream: bool) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: usize, stream: bool, tuning: Tuning) {
     if lo >= hi {
         return; // nothing to copy (a loop of zero steps: no decoding by 0)
     }
@@ -127,7 +128,7 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                         continue_next(&mut ni, loops, &mut nd, &mut ns);
                         next = src.wrapping_add_signed(ns * es_i);
                     }
-                    tile(es, j, i, c, d, s, next, stream, &mut scratch);
+                    tile(es, j, i, c, d, s, next, stream, tuning.batched_rows_in_bursts(), &mut scratch);
                 }
                 Body::Runs { n: run_n, j, i, ei, ej, blocks } => {
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
@@ -243,14 +244,14 @@ unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
 /// # Safety
 /// As [`copy`], for the elements of the two loops from `dst`/`src`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, scratch: &mut Vec<u32>) {
+unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, bursts: bool, scratch: &mut Vec<u32>) {
     #[cfg(target_arch = "x86_64")]
     if es == 4 && j.ds == 1 && i.ss == 1 && i.ds > 0 && j.ss > 0 && c.ds >= 0 && c.ss >= 0 {
         // SAFETY: forwarded; the layouts are the ones the kernels assume.
-        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, scratch) };
+        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, bursts, scratch) };
         return;
     }
-    let _ = (stream, scratch, next);
+    let _ = (stream, bursts, scratch, next);
     for k in 0..c.n as isize {
         let (dst, src) = (dst.wrapping_add_signed(k * c.ds * es as isize), src.wrapping_add_signed(k * c.ss * es as isize));
         // SAFETY: forwarded; step k of the batch is inside the caller's

@@ -44,12 +44,14 @@ pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
 
 /// `dst[a*i.ds + b] = src[a + b*j.ss]` for `a < i.n`, `b < j.n`.
 /// With `stream`, whole 64-byte destination lines are written with
-/// non-temporal stores (no read for ownership) where aligned.
+/// non-temporal stores (no read for ownership) where aligned; with
+/// `bursts` too, a packed tile with a batch writes each destination
+/// row's part in one burst (`Tuning::batched_rows_in_bursts`).
 ///
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, scratch: &mut Vec<u32>) {
+pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, bursts: bool, scratch: &mut Vec<u32>) {
     // The caller checked all strides non-negative, i and j positive.
     let (sj, di) = (j.ss as usize, i.ds as usize);
     let (cs, cd) = (c.ss as usize, c.ds as usize);
@@ -102,7 +104,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     }
     if avx && packs(j.n, i.n, sj) && need <= scratch.capacity() {
         // SAFETY: forwarded; AVX present; the scratch holds `need`.
-        unsafe { packed(j, i, c, dst, src, next, stream, scratch.as_mut_ptr(), bs, rb) };
+        unsafe { packed(j, i, c, dst, src, next, stream, bursts, scratch.as_mut_ptr(), bs, rb) };
         return;
     }
     // The next tile's source lines are prefetched a few per register
@@ -123,14 +125,15 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
 /// destination rows (stride `rb`, after the source rows), then each
 /// destination row's part written front to back. A streamed tile of
 /// whole 64-byte destination lines skips the scratch's destination
-/// rows: the register transposes stream the lines themselves.
+/// rows: the register transposes stream the lines themselves, unless
+/// it has a batch and `bursts` asks for each row's part in one burst.
 ///
 /// # Safety
 /// As [`tile_f32`]; AVX present; `buf` holds `j.n * c.n * bs + i.n *
 /// rb` elements, `bs >= i.n`, `rb >= c.n * j.n`.
 #[target_feature(enable = "avx")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, buf: *mut u32, bs: usize, rb: usize) {
+unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, bursts: bool, buf: *mut u32, bs: usize, rb: usize) {
     let (sj, di) = (j.ss as usize, i.ds as usize);
     let (cs, cd) = (c.ss as usize, c.ds as usize);
     let na = j.n * c.n * bs;
@@ -173,8 +176,11 @@ unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next
         // (an L2 round trip per element; `transposed (0,3)` of
         // `[64, 128, 256, 128]` f32 in a C model of this kernel,
         // 2 threads: 147-150 -> 120-131 ms).
+        // (Not for a batch on a host that wants bursts per row: see
+        // `Tuning::batched_rows_in_bursts`.)
         let lined = |n: usize| n.is_multiple_of(16);
-        if stream && ai == i.n && bj == j.n && (dst as usize).is_multiple_of(64) && lined(di) && (c.n == 1 || lined(cd)) {
+        let direct = c.n == 1 || !bursts;
+        if direct && stream && ai == i.n && bj == j.n && (dst as usize).is_multiple_of(64) && lined(di) && (c.n == 1 || lined(cd)) {
             for a in (0..ai).step_by(8) {
                 pf.issue(per_row * 8);
                 for k in 0..c.n {
