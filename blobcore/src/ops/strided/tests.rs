@@ -607,3 +607,55 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
     let bursts: Vec<bool> = Tuning::ALL.iter().map(|t| t.batched_rows_in_bursts()).collect();
     assert_eq!(bursts, [false, false, true]);
 }
+
+/// One packed transpose tile (`simd::tile_f32`: source rows at least a
+/// page apart) of random size, with a batch of random steps and gaps on
+/// both sides, destination strides whole 64-byte lines or not, any
+/// alignment, streamed or not, under every tuning (so the direct stores
+/// and the bursts through the scratch both run), against indexing: every
+/// element it names is written, and nothing else.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn packed_tiles_of_random_shapes_match_indexing() {
+    use proptest::prelude::*;
+    if !simd::has_avx() {
+        return;
+    }
+    let config = ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(72), ..ProptestConfig::default() };
+    proptest!(config, |(jn in 16usize..80, i_n in 8usize..160, cn in 1usize..6, sgap in 0usize..40, dgap in 0usize..40,
+                        whole: bool, lined: bool, far in 1024usize..1300, at in 0usize..17, stream: bool, pick in 0usize..3)| {
+        let tuning = Tuning::ALL[pick];
+        // Often a tile of whole 8 x 16 blocks on a 64-byte boundary: the
+        // shape whose streamed lines go out straight from the registers.
+        let (jn, i_n, at) = if whole { (jn / 16 * 16, i_n / 8 * 8, 0) } else { (jn, i_n, at) };
+        // Destination: row a, step k, element b at a*di + k*cd + b;
+        // source: element b (a far row), step k, element a at
+        // b*sj + k*cs + a.
+        let round = |n: usize| if lined { n.next_multiple_of(16) } else { n };
+        let cd = round(jn + dgap % 3);
+        let di = round(cn * cd + dgap);
+        let cs = i_n + sgap;
+        let sj = far.max(cn * cs);
+        let src: Vec<u32> = (0..(jn - 1) * sj + (cn - 1) * cs + i_n).map(|v| (v as u32).wrapping_mul(2_654_435_761) | 1).collect();
+        let span = (i_n - 1) * di + (cn - 1) * cd + jn;
+        let mut buf = vec![0u32; span + 32];
+        let base = buf.as_ptr().align_offset(64) + at;
+        let (j, i, c) = (Axis { n: jn, ds: 1, ss: sj as isize }, Axis { n: i_n, ds: di as isize, ss: 1 }, Axis { n: cn, ds: cd as isize, ss: cs as isize });
+        let mut scratch: Vec<u32> = Vec::with_capacity(simd::packed_scratch(jn, i_n, cn, sj));
+        // SAFETY: every element the tile names is inside `src` and, from
+        // `base`, inside `buf` (the spans above); AVX is present.
+        unsafe {
+            simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut scratch);
+        }
+        simd::fence();
+        let mut want = vec![0u32; buf.len()];
+        for a in 0..i_n {
+            for k in 0..cn {
+                for b in 0..jn {
+                    want[base + a * di + k * cd + b] = src[b * sj + k * cs + a];
+                }
+            }
+        }
+        prop_assert!(buf == want, "j {} i {} c {} di {} cd {} sj {} cs {} at {} stream {} {:?}", jn, i_n, cn, di, cd, sj, cs, at, stream, tuning);
+    });
+}

@@ -128,7 +128,7 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                         continue_next(&mut ni, loops, &mut nd, &mut ns);
                         next = src.wrapping_add_signed(ns * es_i);
                     }
-                    tile(es, j, i, c, d, s, next, stream, tuning.batched_rows_in_bursts(), &mut scratch);
+                    tile(es, j, i, c, d, s, next, stream, tuning, &mut scratch);
                 }
                 Body::Runs { n: run_n, j, i, ei, ej, blocks } => {
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
@@ -244,14 +244,14 @@ unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
 /// # Safety
 /// As [`copy`], for the elements of the two loops from `dst`/`src`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, bursts: bool, scratch: &mut Vec<u32>) {
+unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, tuning: Tuning, scratch: &mut Vec<u32>) {
     #[cfg(target_arch = "x86_64")]
     if es == 4 && j.ds == 1 && i.ss == 1 && i.ds > 0 && j.ss > 0 && c.ds >= 0 && c.ss >= 0 {
         // SAFETY: forwarded; the layouts are the ones the kernels assume.
-        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, bursts, scratch) };
+        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, tuning, scratch) };
         return;
     }
-    let _ = (stream, bursts, scratch, next);
+    let _ = (stream, tuning, scratch, next);
     for k in 0..c.n as isize {
         let (dst, src) = (dst.wrapping_add_signed(k * c.ds * es as isize), src.wrapping_add_signed(k * c.ss * es as isize));
         // SAFETY: forwarded; step k of the batch is inside the caller's

@@ -44,14 +44,16 @@ pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
 
 /// `dst[a*i.ds + b] = src[a + b*j.ss]` for `a < i.n`, `b < j.n`.
 /// With `stream`, whole 64-byte destination lines are written with
-/// non-temporal stores (no read for ownership) where aligned; with
-/// `bursts` too, a packed tile with a batch writes each destination
-/// row's part in one burst (`Tuning::batched_rows_in_bursts`).
+/// non-temporal stores (no read for ownership) where aligned. `tuning`
+/// (the plan's) says where the next tile's source is prefetched to and
+/// whether a streamed packed tile with a batch writes each destination
+/// row's part in one burst (`Tuning::batched_rows_in_bursts`): hints,
+/// on which no result depends.
 ///
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, bursts: bool, scratch: &mut Vec<u32>) {
+pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, tuning: Tuning, scratch: &mut Vec<u32>) {
     // The caller checked all strides non-negative, i and j positive.
     let (sj, di) = (j.ss as usize, i.ds as usize);
     let (cs, cd) = (c.ss as usize, c.ds as usize);
@@ -104,7 +106,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     }
     if avx && packs(j.n, i.n, sj) && need <= scratch.capacity() {
         // SAFETY: forwarded; AVX present; the scratch holds `need`.
-        unsafe { packed(j, i, c, dst, src, next, stream, bursts, scratch.as_mut_ptr(), bs, rb) };
+        unsafe { packed(j, i, c, dst, src, next, stream, tuning, scratch.as_mut_ptr(), bs, rb) };
         return;
     }
     // The next tile's source lines are prefetched a few per register
@@ -112,7 +114,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     let lines = (i.n * 4).div_ceil(64);
     let total = if next != 0 { j.n * c.n * lines } else { 0 };
     let blocks = c.n * (i.n / 8).max(1) * (j.n / 16).max(1);
-    let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0, l1: next_into_l1() };
+    let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0, l1: tuning.next_tile_into_l1() };
     let per = total.div_ceil(blocks);
     for k in 0..c.n {
         // SAFETY: forwarded; step k of the batch is inside the tile.
@@ -126,14 +128,14 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
 /// destination row's part written front to back. A streamed tile of
 /// whole 64-byte destination lines skips the scratch's destination
 /// rows: the register transposes stream the lines themselves, unless
-/// it has a batch and `bursts` asks for each row's part in one burst.
+/// it has a batch and `tuning` asks for each row's part in one burst.
 ///
 /// # Safety
 /// As [`tile_f32`]; AVX present; `buf` holds `j.n * c.n * bs + i.n *
 /// rb` elements, `bs >= i.n`, `rb >= c.n * j.n`.
 #[target_feature(enable = "avx")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, bursts: bool, buf: *mut u32, bs: usize, rb: usize) {
+unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, tuning: Tuning, buf: *mut u32, bs: usize, rb: usize) {
     let (sj, di) = (j.ss as usize, i.ds as usize);
     let (cs, cd) = (c.ss as usize, c.ds as usize);
     let na = j.n * c.n * bs;
@@ -168,7 +170,7 @@ unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next
         let lines = (i.n * 4).div_ceil(64);
         let total = if next != 0 { j.n * c.n * lines } else { 0 };
         let per_row = total.div_ceil(i.n);
-        let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0, l1: next_into_l1() };
+        let mut pf = Ahead { base: next, sj: sj * 4, cs: cs * 4, rows: j.n, steps: c.n, lines, b: 0, k: 0, line: 0, l1: tuning.next_tile_into_l1() };
         // Streamed, with every destination row's part made of whole
         // 64-byte lines (no edges): the register transposes write
         // each line straight to the destination, eight rows at a
@@ -176,10 +178,10 @@ unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next
         // (an L2 round trip per element; `transposed (0,3)` of
         // `[64, 128, 256, 128]` f32 in a C model of this kernel,
         // 2 threads: 147-150 -> 120-131 ms).
-        // (Not for a batch on a host that wants bursts per row: see
+        // (Not for a batch where the tuning wants bursts per row: see
         // `Tuning::batched_rows_in_bursts`.)
         let lined = |n: usize| n.is_multiple_of(16);
-        let direct = c.n == 1 || !bursts;
+        let direct = c.n == 1 || !tuning.batched_rows_in_bursts();
         if direct && stream && ai == i.n && bj == j.n && (dst as usize).is_multiple_of(64) && lined(di) && (c.n == 1 || lined(cd)) {
             for a in (0..ai).step_by(8) {
                 pf.issue(per_row * 8);
@@ -241,15 +243,9 @@ struct Ahead {
     b: usize,
     k: usize,
     line: usize,
-    /// Into L1 rather than L2 (the host's tuning: see
+    /// Into L1 rather than L2 (the plan's tuning: see
     /// `Tuning::next_tile_into_l1`).
     l1: bool,
-}
-
-/// Whether the next tile's source is prefetched into L1 on this host
-/// (a hint only: no result depends on it).
-fn next_into_l1() -> bool {
-    Tuning::host().next_tile_into_l1()
 }
 
 impl Ahead {
