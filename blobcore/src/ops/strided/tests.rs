@@ -227,7 +227,7 @@ fn register_interleaves_match_indexing() {
         return;
     }
     let config = ProptestConfig { cases: 600, rng_seed: proptest::test_runner::RngSeed::Fixed(26), ..ProptestConfig::default() };
-    proptest!(config, |(n in 0usize..300, gap in 0usize..20, at in 0usize..16, stream: bool, pick in 0usize..4)| {
+    proptest!(config, |(n in 0usize..400, gap in 0usize..20, at in 0usize..16, stream: bool, bursts: bool, pick in 0usize..4)| {
         let c = [2, 3, 4, 8][pick];
         let rs = n + gap; // the rows' stride
         let rows: Vec<u32> = (0..c * rs + 16).map(|v| (v as u32).wrapping_mul(2_654_435_761)).collect();
@@ -258,10 +258,10 @@ fn register_interleaves_match_indexing() {
         unsafe {
             let (d, s) = (back.as_mut_ptr().add(at), run.as_ptr().add(at));
             match c {
-                2 => simd::deinterleave_regs::<2>(n, d, rs, s, stream),
-                3 => simd::deinterleave_regs::<3>(n, d, rs, s, stream),
-                4 => simd::deinterleave_regs::<4>(n, d, rs, s, stream),
-                _ => simd::deinterleave_regs::<8>(n, d, rs, s, stream),
+                2 => simd::deinterleave_regs::<2>(n, d, rs, s, stream, bursts),
+                3 => simd::deinterleave_regs::<3>(n, d, rs, s, stream, bursts),
+                4 => simd::deinterleave_regs::<4>(n, d, rs, s, stream, bursts),
+                _ => simd::deinterleave_regs::<8>(n, d, rs, s, stream, bursts),
             }
         }
         simd::fence();
@@ -606,6 +606,8 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
     }
     let bursts: Vec<bool> = Tuning::ALL.iter().map(|t| t.batched_rows_in_bursts()).collect();
     assert_eq!(bursts, [false, false, true]);
+    let bursts: Vec<bool> = Tuning::ALL.iter().map(|t| t.rows_in_bursts()).collect();
+    assert_eq!(bursts, [false, false, true]);
 }
 
 /// One packed transpose tile (`simd::tile_f32`: source rows at least a
@@ -646,6 +648,56 @@ fn packed_tiles_of_random_shapes_match_indexing() {
         // `base`, inside `buf` (the spans above); AVX is present.
         unsafe {
             simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut scratch);
+        }
+        simd::fence();
+        let mut want = vec![0u32; buf.len()];
+        for a in 0..i_n {
+            for k in 0..cn {
+                for b in 0..jn {
+                    want[base + a * di + k * cd + b] = src[b * sj + k * cs + a];
+                }
+            }
+        }
+        prop_assert!(buf == want, "j {} i {} c {} di {} cd {} sj {} cs {} at {} stream {} {:?}", jn, i_n, cn, di, cd, sj, cs, at, stream, tuning);
+    });
+}
+
+/// One unpacked transpose tile (`simd::tile_f32` without a scratch: no
+/// source rows are packed) of random size, with a batch of random steps
+/// and gaps on both sides, destination strides whole 64-byte lines or
+/// not, any alignment, streamed or not, under every tuning (so the
+/// direct stores, the row bursts of `Tuning::rows_in_bursts` and, for
+/// few rows, the interleaves all run), against indexing: every element
+/// it names is written, and nothing else.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn unpacked_tiles_of_random_shapes_match_indexing() {
+    use proptest::prelude::*;
+    if !simd::has_avx() {
+        return;
+    }
+    let config = ProptestConfig { cases: 400, rng_seed: proptest::test_runner::RngSeed::Fixed(73), ..ProptestConfig::default() };
+    proptest!(config, |(jn in 1usize..300, i_n in 1usize..40, cn in 1usize..4, sgap in 0usize..40, dgap in 0usize..40,
+                        whole: bool, lined: bool, at in 0usize..17, stream: bool, pick in 0usize..3)| {
+        let tuning = Tuning::ALL[pick];
+        // Often whole 8 x 16 blocks on a 64-byte boundary with rows of
+        // whole lines: the shape the row bursts take.
+        let (jn, i_n, at) = if whole { ((jn / 16).max(1) * 16, (i_n / 8).max(1) * 8, 0) } else { (jn, i_n, at) };
+        let round = |n: usize| if lined { n.next_multiple_of(16) } else { n };
+        let cd = round(jn + dgap % 3);
+        let di = round(cn * cd + dgap);
+        let cs = i_n + sgap;
+        let sj = cn * cs + sgap % 5;
+        let src: Vec<u32> = (0..(jn - 1) * sj + (cn - 1) * cs + i_n).map(|v| (v as u32).wrapping_mul(2_654_435_761) | 1).collect();
+        let span = (i_n - 1) * di + (cn - 1) * cd + jn;
+        let mut buf = vec![0u32; span + 32];
+        let base = buf.as_ptr().align_offset(64) + at;
+        let (j, i, c) = (Axis { n: jn, ds: 1, ss: sj as isize }, Axis { n: i_n, ds: di as isize, ss: 1 }, Axis { n: cn, ds: cd as isize, ss: cs as isize });
+        // SAFETY: every element the tile names is inside `src` and, from
+        // `base`, inside `buf` (the spans above); AVX is present; with no
+        // scratch the tile is never packed.
+        unsafe {
+            simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut Vec::new());
         }
         simd::fence();
         let mut want = vec![0u32; buf.len()];

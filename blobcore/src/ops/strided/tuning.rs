@@ -13,7 +13,9 @@
 //! transpose tiles batch up to 128 KiB. AMD processors with at most 512
 //! KiB of L2 per core ([`Tuning::RowBursts`], session 72: a 2-core Zen 3
 //! VM, family 25) plan as Zen 5 does but write a batched tile's
-//! destination rows whole, one at a time. Each family keeps the shapes it
+//! destination rows whole, one at a time, and far destination rows of
+//! deinterleaves and unpacked tiles in bursts of up to 512 bytes
+//! (session 73). Each family keeps the shapes it
 //! was measured with; a processor of neither vendor gets the square ones.
 //! The far-row rules (`nest.rs`'s `STREAM_ROWS`, whole rows, split rows)
 //! are the same for both: on the Zen 5 VM, tiles of 16 far rows of 16 KiB
@@ -31,9 +33,11 @@ pub(super) enum Tuning {
     /// short destination pieces, batches up to 128 KiB (AMD).
     LongReads,
     /// [`Tuning::LongReads`]' shapes, with a streamed packed tile's
-    /// batched destination rows written out whole, one row at a time
-    /// (AMD with at most 512 KiB of L2 per core: see
-    /// [`Tuning::batched_rows_in_bursts`]).
+    /// batched destination rows written out whole, one row at a time,
+    /// and the far rows of streamed deinterleaves and unpacked tiles in
+    /// bursts (AMD with at most 512 KiB of L2 per core: see
+    /// [`Tuning::batched_rows_in_bursts`] and
+    /// [`Tuning::rows_in_bursts`]).
     RowBursts,
 }
 
@@ -158,6 +162,29 @@ impl Tuning {
     /// do the other tunings: the direct stores were measured faster on
     /// the Intel VM (session 42) and kept on Zen 5.
     pub(super) fn batched_rows_in_bursts(self) -> bool {
+        matches!(self, Tuning::RowBursts)
+    }
+
+    /// Whether streamed transposes that would write far-apart
+    /// destination rows 64 bytes to each in turn write each row's piece
+    /// in one burst through a small scratch in L1 instead: deinterleaves
+    /// (NHWC -> NCHW with C = 2, 3, 4 and 8, nChw8c -> NCHW; 512 bytes a
+    /// row) and unpacked tiles of at least 64 columns (NHWC -> NCHW at
+    /// C = 64 and 256, `transposed (2,3)`; 256-512 bytes a row). A hint:
+    /// no result depends on it. [`Tuning::RowBursts`] only, as
+    /// [`Tuning::batched_rows_in_bursts`] (measured there only).
+    ///
+    /// Alternated in one process at 1 GiB on session 73's Zen 3 VM
+    /// (family 25, model 1, as session 72's), the best of 5-6 rounds,
+    /// two sets each: nChw8c -> NCHW 58-66 -> 49-51 ms, NHWC -> NCHW at
+    /// C = 3 50 -> 38-46 ms, at C = 64 78-90 -> 52-60 ms, at C = 256
+    /// 64-69 -> 57-59 ms, `transposed (2,3)` of `[64, 128, 256, 128]`
+    /// 64-77 -> 46-56 ms; the other transposes and reorders level (a
+    /// streamed copy: 32-78 ms in these runs, a noisy phase). Tiles of
+    /// 128 or 256 columns instead of 64 for NHWC -> NCHW (bursts of
+    /// 512 bytes and 1 KiB) were no faster at C = 64 and slower at
+    /// C = 256 (65 -> 89-101 ms).
+    pub(super) fn rows_in_bursts(self) -> bool {
         matches!(self, Tuning::RowBursts)
     }
 }

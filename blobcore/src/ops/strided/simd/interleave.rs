@@ -245,15 +245,23 @@ pub(crate) unsafe fn deinterleave<const C: usize>(n: usize, dst: *mut u32, di: u
 /// become eight elements of each row ([`Shuffle::split`]), sixteen per
 /// row at a time so that each row gets whole 64-byte lines, stored
 /// non-temporal when `stream` and the rows are aligned; scalar edges.
+/// With `stream` and `bursts` (the plan's `Tuning::rows_in_bursts`, a
+/// hint), each row gets [`BURST`] elements at a time instead, through
+/// [`deinterleave_bursts`].
 ///
 /// # Safety
 /// AVX2 present; n * C elements readable at `src`, n writable in each
 /// of the C rows `di` apart.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn deinterleave_regs<const C: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, stream: bool)
+pub(crate) unsafe fn deinterleave_regs<const C: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, stream: bool, bursts: bool)
 where
     Rows: Shuffle<C>,
 {
+    if stream && bursts {
+        // SAFETY: forwarded.
+        unsafe { deinterleave_bursts::<C>(n, dst, di, src) };
+        return;
+    }
     let scalar = |b: usize| {
         for k in 0..C {
             // SAFETY: b < n (the callers' loops); the contract.
@@ -295,6 +303,94 @@ where
         }
         while b < n {
             scalar(b);
+            b += 1;
+        }
+    }
+}
+
+/// Elements of each destination row that [`deinterleave_bursts`] (and
+/// `tiles.rs`'s unpacked tiles) write at most in one burst: 512 bytes.
+/// On the Zen 3 VM (session 73), nChw8c -> NCHW at 1 GiB, the sizes
+/// alternated in one process, the best of 6-8 rounds, four sets: 64
+/// bytes to each row in turn 57-70 ms, bursts of 256 bytes 59-64 ms,
+/// 384 bytes 45-53 ms, 512 bytes 42-51 ms, 768 bytes 48-55 ms, 1 KiB
+/// 48-57 ms, 2 KiB 53-60 ms, 4 KiB 56-66 ms.
+pub(crate) const BURST: usize = 128;
+
+/// [`deinterleave_regs`], streamed, with each destination row written
+/// [`BURST`] elements at a time: a piece of the run is split in
+/// registers into a scratch of C rows (in L1), and each row's piece is
+/// then streamed out whole, instead of 64 bytes to each row in turn
+/// (see `Tuning::rows_in_bursts`).
+///
+/// # Safety
+/// As [`deinterleave_regs`].
+#[target_feature(enable = "avx2")]
+unsafe fn deinterleave_bursts<const C: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32)
+where
+    Rows: Shuffle<C>,
+{
+    // The scratch: C rows of BURST, 64-byte aligned, never read before
+    // it is written (so left uninitialised: it is filled anew for each
+    // piece, C * 512 bytes).
+    #[repr(C, align(64))]
+    struct Piece<const C: usize>([[f32; BURST]; C]);
+    let mut piece = std::mem::MaybeUninit::<Piece<C>>::uninit();
+    let rows = piece.as_mut_ptr() as *mut f32;
+    let mut b0 = 0;
+    while b0 < n {
+        let m = (n - b0).min(BURST);
+        let whole = m / 16 * 16;
+        // SAFETY: every element read is below C * n (C * (b0 + b) + k with
+        // b < m, k < C) and every one written below n in its row (b0 + b);
+        // the scratch's row k holds BURST >= m elements from rows + k *
+        // BURST (32-byte aligned at every multiple of 8), and only those
+        // written in this piece are read back.
+        unsafe {
+            let s = src.add(C * b0) as *const f32;
+            for b in (0..whole).step_by(16) {
+                crate::ops::prefetch_l2((s.add(C * b) as *const u8).wrapping_add(crate::ops::L2_AHEAD_BYTES), 64 * C);
+                let lo = <Rows as Shuffle<C>>::split(std::array::from_fn(|k| _mm256_loadu_ps(s.add(C * b + 8 * k))));
+                let hi = <Rows as Shuffle<C>>::split(std::array::from_fn(|k| _mm256_loadu_ps(s.add(C * b + 8 * C + 8 * k))));
+                for k in 0..C {
+                    _mm256_store_ps(rows.add(k * BURST + b), lo[k]);
+                    _mm256_store_ps(rows.add(k * BURST + b + 8), hi[k]);
+                }
+            }
+            for b in whole..m {
+                for k in 0..C {
+                    *rows.add(k * BURST + b) = *s.add(C * b + k);
+                }
+            }
+            for k in 0..C {
+                stream_row(dst.add(k * di + b0), rows.add(k * BURST) as *const u32, m);
+            }
+        }
+        b0 += m;
+    }
+}
+
+/// `m` elements from `src` to `dst`: the 32-byte aligned middle with
+/// non-temporal stores, the unaligned head and tail element by element.
+///
+/// # Safety
+/// AVX present; `m` elements readable at `src` and writable at `dst`.
+#[target_feature(enable = "avx")]
+pub(crate) unsafe fn stream_row(dst: *mut u32, src: *const u32, m: usize) {
+    // SAFETY: every index is below m (the contract); the streamed
+    // stores start 32-byte aligned and end at or before m.
+    unsafe {
+        let mut b = 0;
+        while b < m && !(dst.add(b) as usize).is_multiple_of(32) {
+            *dst.add(b) = *src.add(b);
+            b += 1;
+        }
+        while b + 8 <= m {
+            _mm256_stream_ps(dst.add(b) as *mut f32, _mm256_loadu_ps(src.add(b) as *const f32));
+            b += 8;
+        }
+        while b < m {
+            *dst.add(b) = *src.add(b);
             b += 1;
         }
     }

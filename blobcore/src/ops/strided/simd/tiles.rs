@@ -1,7 +1,7 @@
 //! Transpose tiles of 4-byte elements (packed through a scratch tile,
 //! or straight from the source), and tiles of 32-byte runs.
 
-use super::interleave::{deinterleave, deinterleave_regs, interleave, interleave_regs};
+use super::interleave::{deinterleave, deinterleave_regs, interleave, interleave_regs, BURST};
 use super::registers::{t4x4, t8x16, t8x8};
 use super::{has_avx, has_avx2};
 use super::stream::run;
@@ -45,10 +45,11 @@ pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
 /// `dst[a*i.ds + b] = src[a + b*j.ss]` for `a < i.n`, `b < j.n`.
 /// With `stream`, whole 64-byte destination lines are written with
 /// non-temporal stores (no read for ownership) where aligned. `tuning`
-/// (the plan's) says where the next tile's source is prefetched to and
+/// (the plan's) says where the next tile's source is prefetched to,
 /// whether a streamed packed tile with a batch writes each destination
-/// row's part in one burst (`Tuning::batched_rows_in_bursts`): hints,
-/// on which no result depends.
+/// row's part in one burst (`Tuning::batched_rows_in_bursts`), and
+/// whether streamed deinterleaves and unpacked tiles do
+/// (`Tuning::rows_in_bursts`): hints, on which no result depends.
 ///
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
@@ -89,17 +90,18 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     // The reverse: one interleaved run split into few destination rows
     // (NHWC -> NCHW with C = 2..8).
     if has_avx2() && (2..=8).contains(&i.n) && sj == i.n && c.n == 1 {
+        let bursts = tuning.rows_in_bursts();
         // SAFETY: forwarded; the tile is one run of j.n * i.n source
         // elements and j.n elements of each of the i.n destination rows.
         unsafe {
             match i.n {
-                2 => deinterleave_regs::<2>(j.n, dst, di, src, stream),
-                3 => deinterleave_regs::<3>(j.n, dst, di, src, stream),
-                4 => deinterleave_regs::<4>(j.n, dst, di, src, stream),
+                2 => deinterleave_regs::<2>(j.n, dst, di, src, stream, bursts),
+                3 => deinterleave_regs::<3>(j.n, dst, di, src, stream, bursts),
+                4 => deinterleave_regs::<4>(j.n, dst, di, src, stream, bursts),
                 5 => deinterleave::<5>(j.n, dst, di, src, stream),
                 6 => deinterleave::<6>(j.n, dst, di, src, stream),
                 7 => deinterleave::<7>(j.n, dst, di, src, stream),
-                _ => deinterleave_regs::<8>(j.n, dst, di, src, stream),
+                _ => deinterleave_regs::<8>(j.n, dst, di, src, stream, bursts),
             }
         }
         return;
@@ -118,7 +120,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     let per = total.div_ceil(blocks);
     for k in 0..c.n {
         // SAFETY: forwarded; step k of the batch is inside the tile.
-        unsafe { tile_f32_from(j, i, dst.add(k * cd), src.add(k * cs), sj, stream, &mut pf, per) }
+        unsafe { tile_f32_from(j, i, dst.add(k * cd), src.add(k * cs), sj, stream, tuning.rows_in_bursts(), &mut pf, per) }
     }
 }
 
@@ -206,10 +208,10 @@ unsafe fn packed(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next
             let (d, s) = (out.add(k * j.n), buf.add(k * bs));
             let ri = Axis { n: rb as isize as usize, ds: rb as isize, ss: 1 };
             if bj < j.n {
-                tile_f32_from(Axis { n: j.n - bj, ..j }, Axis { n: ai, ..ri }, d.add(bj), s.add(bj * rs), rs, false, &mut Ahead::none(), 0);
+                tile_f32_from(Axis { n: j.n - bj, ..j }, Axis { n: ai, ..ri }, d.add(bj), s.add(bj * rs), rs, false, false, &mut Ahead::none(), 0);
             }
             if ai < i.n {
-                tile_f32_from(Axis { n: j.n, ..j }, Axis { n: i.n - ai, ..ri }, d.add(ai * rb), s.add(ai), rs, false, &mut Ahead::none(), 0);
+                tile_f32_from(Axis { n: j.n, ..j }, Axis { n: i.n - ai, ..ri }, d.add(ai * rb), s.add(ai), rs, false, false, &mut Ahead::none(), 0);
             }
         }
         // Each destination row's part of the tile, front to back.
@@ -285,12 +287,14 @@ impl Ahead {
     }
 }
 
-/// [`tile_f32`] reading source row `b` at `src + b * sj`.
+/// [`tile_f32`] reading source row `b` at `src + b * sj`. With `bursts`
+/// (the plan's `Tuning::rows_in_bursts`, a hint) a streamed tile of at
+/// least [`BURST_COLUMNS`] whole columns goes through [`bursts_of_8`].
 ///
 /// # Safety
 /// As [`tile_f32`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, stream: bool, pf: &mut Ahead, per: usize) {
+unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, stream: bool, bursts: bool, pf: &mut Ahead, per: usize) {
     let di = i.ds as usize;
     let avx = has_avx();
     let (wa, wb) = if avx { (8, 16) } else { (4, 4) };
@@ -298,16 +302,20 @@ unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: us
     let aligned = stream && avx && (dst as usize).is_multiple_of(64) && (di * 4).is_multiple_of(64);
     // SAFETY (whole body): indices stay below i.n and j.n.
     unsafe {
-        for a in (0..ai).step_by(wa) {
-            for b in (0..bj).step_by(wb) {
-                pf.issue(per);
-                let (d, s) = (dst.add(a * di + b), src.add(a + b * sj));
-                if !avx {
-                    t4x4(d, di, s, sj);
-                } else if aligned {
-                    t8x16::<true>(d, di, s, sj);
-                } else {
-                    t8x16::<false>(d, di, s, sj);
+        if aligned && bursts && bj >= BURST_COLUMNS {
+            bursts_of_8(ai, bj, dst, di, src, sj, pf, per);
+        } else {
+            for a in (0..ai).step_by(wa) {
+                for b in (0..bj).step_by(wb) {
+                    pf.issue(per);
+                    let (d, s) = (dst.add(a * di + b), src.add(a + b * sj));
+                    if !avx {
+                        t4x4(d, di, s, sj);
+                    } else if aligned {
+                        t8x16::<true>(d, di, s, sj);
+                    } else {
+                        t8x16::<false>(d, di, s, sj);
+                    }
                 }
             }
         }
@@ -336,6 +344,52 @@ unsafe fn tile_f32_from(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: us
             let from = if a < ai { bj } else { 0 };
             for b in from..j.n {
                 *dst.add(a * di + b) = *src.add(a + b * sj);
+            }
+        }
+    }
+}
+
+/// Columns a streamed unpacked tile needs for [`bursts_of_8`]: 256
+/// bytes per destination row. Tiles of 32 columns (`permute [1, 3, 5,
+/// 0, 2, 4]`: 128 bytes per row) were slower through the scratch on the
+/// Zen 3 VM (session 73: 73 -> 85 ms at 1 GiB) and keep the direct
+/// stores.
+const BURST_COLUMNS: usize = 64;
+
+/// The whole 8 x 16 blocks of an unpacked tile (`ai` rows, a multiple of
+/// 8; `bj` columns, a multiple of 16), eight destination rows at a
+/// time: transposed into a scratch of eight rows of [`BURST`] (in L1),
+/// then each row's piece streamed out whole, rather than 64 bytes to
+/// each of the eight rows in turn (see `Tuning::rows_in_bursts`).
+///
+/// # Safety
+/// As [`tile_f32`]; AVX present; `dst` and `di * 4` 64-byte aligned.
+#[target_feature(enable = "avx")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn bursts_of_8(ai: usize, bj: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize, pf: &mut Ahead, per: usize) {
+    // Eight rows of BURST, 64-byte aligned; each element is written by
+    // the transposes before the row is streamed out (never read
+    // uninitialised).
+    #[repr(C, align(64))]
+    struct Rows8([[u32; BURST]; 8]);
+    let mut rows = std::mem::MaybeUninit::<Rows8>::uninit();
+    let r = rows.as_mut_ptr() as *mut u32;
+    // SAFETY: a + 8 <= ai <= i.n and b + 16 <= bj <= j.n: inside the
+    // tile (the contract); the scratch's rows hold BURST >= w columns
+    // from b0, whole 8 x 16 blocks, so every element streamed out was
+    // written; the streamed stores are 64-byte aligned (the contract,
+    // and b0 a multiple of 16).
+    unsafe {
+        for a in (0..ai).step_by(8) {
+            for b0 in (0..bj).step_by(BURST) {
+                let w = (bj - b0).min(BURST);
+                for b in (0..w).step_by(16) {
+                    pf.issue(per);
+                    t8x16::<false>(r.add(b), BURST, src.add(a + (b0 + b) * sj), sj);
+                }
+                for k in 0..8 {
+                    super::stream::stream_copy(dst.add((a + k) * di + b0) as *mut u8, r.add(k * BURST) as *const u8, w * 4);
+                }
             }
         }
     }
