@@ -10,8 +10,10 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use std::ffi::{c_void, CStr};
 
-const NAME_LEGACY: &CStr = c"dltensor";
-const NAME_VERSIONED: &CStr = c"dltensor_versioned";
+// Statics, not consts: the capsule destructor compares the name pointer
+// a capsule was made with first (`same_name`).
+static NAME_LEGACY: &CStr = c"dltensor";
+static NAME_VERSIONED: &CStr = c"dltensor_versioned";
 const USED_LEGACY: &CStr = c"used_dltensor";
 const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
 
@@ -26,13 +28,35 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
     unsafe {
         let (mut t, mut v, mut tb) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
         ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
-        if ffi::PyCapsule_IsValid(capsule, NAME_VERSIONED.as_ptr()) == 1 {
-            delete_tensor(ffi::PyCapsule_GetPointer(capsule, NAME_VERSIONED.as_ptr()) as *mut DLManagedTensorVersioned);
-        } else if ffi::PyCapsule_IsValid(capsule, NAME_LEGACY.as_ptr()) == 1 {
-            delete_legacy_tensor(ffi::PyCapsule_GetPointer(capsule, NAME_LEGACY.as_ptr()) as *mut DLManagedTensor);
+        // A consumer renames the capsule it takes ("used_..."); one still
+        // named as made (the name's own pointer, else its text) owns its
+        // tensor. The name is looked at once, and a taken capsule's
+        // differs from ours in its first byte (no `strcmp` per name).
+        let name = ffi::PyCapsule_GetName(capsule);
+        if same_name(name, NAME_VERSIONED) {
+            delete_tensor(ffi::PyCapsule_GetPointer(capsule, name) as *mut DLManagedTensorVersioned);
+        } else if same_name(name, NAME_LEGACY) {
+            delete_legacy_tensor(ffi::PyCapsule_GetPointer(capsule, name) as *mut DLManagedTensor);
         }
         ffi::PyErr_Restore(t, v, tb);
     }
+}
+
+/// Whether the capsule name `name` (NULL or a C string) is `ours`: the
+/// same pointer, or the same text.
+///
+/// # Safety
+/// `name` is NULL or points to a NUL-terminated string.
+unsafe fn same_name(name: *const std::ffi::c_char, ours: &CStr) -> bool {
+    if name == ours.as_ptr() {
+        return true;
+    }
+    if name.is_null() {
+        return false;
+    }
+    // SAFETY: both are NUL-terminated; the walk stops at the first
+    // difference or at the end of `ours` (whose NUL `name` must match).
+    ours.to_bytes_with_nul().iter().enumerate().all(|(k, &c)| unsafe { *name.add(k) } as u8 == c)
 }
 
 /// A DLPack capsule of `b` for `__dlpack__(copy=copy)`: versioned (the

@@ -11,6 +11,7 @@ use crate::handle::PyBlob;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 use std::ffi::CStr;
 
@@ -72,15 +73,13 @@ unsafe extern "C" fn call(slf: *mut ffi::PyObject, args: *const *mut ffi::PyObje
     }
 }
 
+/// [`NAMES`] as interned strings, made on the first call.
+static INTERNED: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+
 /// The slot of a keyword's name in [`NAMES`]: by identity first (names
-/// written in Python source are interned, as ours are), else by text.
-fn slot(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let interned = [
-        pyo3::intern!(py, "stream"),
-        pyo3::intern!(py, "max_version"),
-        pyo3::intern!(py, "dl_device"),
-        pyo3::intern!(py, "copy"),
-    ];
+/// written in Python source are interned, as `interned` are), else by
+/// text.
+fn slot(name: &Bound<'_, PyAny>, interned: &[Py<PyString>; 4]) -> PyResult<usize> {
     if let Some(i) = interned.iter().position(|n| n.as_ptr() == name.as_ptr()) {
         return Ok(i);
     }
@@ -102,8 +101,9 @@ unsafe fn parse_and_export(py: Python<'_>, slf: *mut ffi::PyObject, args: *const
         // SAFETY: `kwnames` is a tuple of strings (the protocol).
         let names = unsafe { Borrowed::from_ptr(py, kwnames) };
         let names = names.cast::<pyo3::types::PyTuple>()?;
+        let interned = INTERNED.get_or_init(py, || NAMES.map(|n| PyString::intern(py, n).unbind()));
         for (k, name) in names.iter().enumerate() {
-            let i = slot(py, &name)?;
+            let i = slot(&name, interned)?;
             if given[i].is_some() {
                 return Err(PyTypeError::new_err(format!("__dlpack__() got multiple values for argument '{}'", NAMES[i])));
             }
@@ -118,12 +118,43 @@ unsafe fn parse_and_export(py: Python<'_>, slf: *mut ffi::PyObject, args: *const
         Some(s) => Some(s.extract().map_err(|_| PyTypeError::new_err("stream must be None or an int"))?),
         None => None,
     };
-    let max_version: Option<(u32, u32)> = arg(1).map(|v| v.extract()).transpose().map_err(|e| bad(1, e))?;
-    let dl_device: Option<(i32, i32)> = arg(2).map(|v| v.extract()).transpose().map_err(|e| bad(2, e))?;
+    let max_version: Option<(u32, u32)> = arg(1).map(|v| pair(v).map_or_else(|| v.extract(), Ok)).transpose().map_err(|e| bad(1, e))?;
+    let dl_device: Option<(i32, i32)> = arg(2).map(|v| pair(v).map_or_else(|| v.extract(), Ok)).transpose().map_err(|e| bad(2, e))?;
     let copy: Option<bool> = arg(3).map(|v| v.extract()).transpose().map_err(|e| bad(3, e))?;
     // SAFETY: the method descriptor checked `slf`'s type.
     let blob = unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<PyBlob>() };
     export(py, &blob.get().b, stream, max_version, dl_device, copy)
+}
+
+/// `(a, b)` from an exact tuple of two exact ints that fit `T`, read
+/// through the tuple and int API directly (consumers pass
+/// `max_version` and `dl_device` on every exchange, and pyo3's general
+/// tuple conversion cost about a tenth of the call); None for anything
+/// else, which the general conversion then takes, errors included.
+fn pair<T: TryFrom<i64>>(v: Borrowed<'_, '_, PyAny>) -> Option<(T, T)> {
+    let p = v.as_ptr();
+    // SAFETY: `p` is a live object (borrowed, GIL held); its items are
+    // read only once it is known to be a tuple of two, and they are
+    // borrowed from it; an int that overflows a C long reports it
+    // through `overflow` without setting an error.
+    unsafe {
+        if ffi::Py_TYPE(p) != std::ptr::addr_of_mut!(ffi::PyTuple_Type) || ffi::PyTuple_Size(p) != 2 {
+            return None;
+        }
+        let int = |o: *mut ffi::PyObject| -> Option<T> {
+            if ffi::Py_TYPE(o) != std::ptr::addr_of_mut!(ffi::PyLong_Type) {
+                return None;
+            }
+            let mut overflow = 0;
+            let x = ffi::PyLong_AsLongAndOverflow(o, &mut overflow);
+            if overflow != 0 || (x == -1 && !ffi::PyErr_Occurred().is_null()) {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            T::try_from(x as i64).ok()
+        };
+        Some((int(ffi::PyTuple_GetItem(p, 0))?, int(ffi::PyTuple_GetItem(p, 1))?))
+    }
 }
 
 /// `__dlpack__` once its arguments are parsed.

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import blobcore as bc
 
 NAMES = ["stream", "max_version", "dl_device", "copy"]
-VALUES = [None, (1, 0), (1, 3), (0, 9), (2, 0), (1, 0, 0), (-1, 0), (2**32, 0), "x", 3, -1, True, False, 1.5, [1, 0]]
+VALUES = [None, (1, 0), (1, 3), (0, 9), (2, 0), (1, 0, 0), (-1, 0), (2**32, 0), (2**64, 0), (1, 2**63), (-(2**63) - 1, 0), (2**31, 0), (1, "0"), "x", 3, -1, True, False, 1.5, [1, 0]]
 
 
 def _signature(*, stream=None, max_version=None, dl_device=None, copy=None):

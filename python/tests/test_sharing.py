@@ -120,14 +120,28 @@ def test_dlpack_export_to_numpy(versioned):
     assert b.asum() == 36  # a copy
 
 
-def test_unused_capsule_is_freed_and_pins_memory():
+@pytest.mark.parametrize("max_version", [(1, 0), None])
+def test_unused_capsule_is_freed_and_pins_memory(max_version):
+    # Versioned and legacy capsules: the destructor frees the tensor of
+    # a capsule nobody took (the pin goes), and only that one.
     b = bc.Blob.vector(8)
-    cap = b.__dlpack__(max_version=(1, 0))
+    cap = b.__dlpack__(max_version=max_version)
+    assert ('"dltensor_versioned"' if max_version else '"dltensor"') in repr(cap)
     with pytest.raises(bc.BusyError):
         b.reshape([1000])
     del cap
     gc.collect()
     b.reshape([1000])
+    # A capsule NumPy took (renamed "used_..."): its array holds the pin
+    # until it goes, and the capsule's destructor leaves the tensor alone.
+    a = np.from_dlpack(b)
+    with pytest.raises(bc.BusyError):
+        b.reshape([5000])
+    a[0] = 5.0
+    assert b[0] == 5.0
+    del a
+    gc.collect()
+    b.reshape([5000])
 
 
 def test_dlpack_rejects_other_devices_and_streams():
