@@ -59,6 +59,7 @@ pub mod export;
 pub mod float8;
 pub mod index;
 pub(crate) mod integer_scale;
+pub(crate) mod integer_scale_avx2;
 pub mod raw;
 pub mod io;
 pub(crate) mod machine_memory;
