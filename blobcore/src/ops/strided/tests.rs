@@ -610,6 +610,39 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
     assert_eq!(bursts, [false, false, true]);
 }
 
+/// One transpose tile through `simd::tile_f32` with a scratch of
+/// `scratch` elements' capacity: `n` = (destination row length j, source
+/// row length i, batch steps c), destination strides `d` = (row, step),
+/// source strides `s` = (row, step), the destination `at` elements past
+/// a 64-byte boundary. Returns the destination buffer and what indexing
+/// says it should hold (every element the tile names, zeros elsewhere).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn one_tile(n: [usize; 3], d: [usize; 2], s: [usize; 2], at: usize, stream: bool, tuning: Tuning, scratch: usize) -> (Vec<u32>, Vec<u32>) {
+    let ([jn, i_n, cn], [di, cd], [sj, cs]) = (n, d, s);
+    let src: Vec<u32> = (0..(jn - 1) * sj + (cn - 1) * cs + i_n).map(|v| (v as u32).wrapping_mul(2_654_435_761) | 1).collect();
+    let span = (i_n - 1) * di + (cn - 1) * cd + jn;
+    let mut buf = vec![0u32; span + 32];
+    let base = buf.as_ptr().align_offset(64) + at;
+    let (j, i, c) = (Axis { n: jn, ds: 1, ss: sj as isize }, Axis { n: i_n, ds: di as isize, ss: 1 }, Axis { n: cn, ds: cd as isize, ss: cs as isize });
+    let mut scratch: Vec<u32> = Vec::with_capacity(scratch);
+    // SAFETY: every element the tile names is inside `src` and, from
+    // `base`, inside `buf` (the spans above); the callers checked AVX.
+    unsafe {
+        simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut scratch);
+    }
+    simd::fence();
+    let mut want = vec![0u32; buf.len()];
+    for a in 0..i_n {
+        for k in 0..cn {
+            for b in 0..jn {
+                want[base + a * di + k * cd + b] = src[b * sj + k * cs + a];
+            }
+        }
+    }
+    (buf, want)
+}
+
 /// One packed transpose tile (`simd::tile_f32`: source rows at least a
 /// page apart) of random size, with a batch of random steps and gaps on
 /// both sides, destination strides whole 64-byte lines or not, any
@@ -638,26 +671,7 @@ fn packed_tiles_of_random_shapes_match_indexing() {
         let di = round(cn * cd + dgap);
         let cs = i_n + sgap;
         let sj = far.max(cn * cs);
-        let src: Vec<u32> = (0..(jn - 1) * sj + (cn - 1) * cs + i_n).map(|v| (v as u32).wrapping_mul(2_654_435_761) | 1).collect();
-        let span = (i_n - 1) * di + (cn - 1) * cd + jn;
-        let mut buf = vec![0u32; span + 32];
-        let base = buf.as_ptr().align_offset(64) + at;
-        let (j, i, c) = (Axis { n: jn, ds: 1, ss: sj as isize }, Axis { n: i_n, ds: di as isize, ss: 1 }, Axis { n: cn, ds: cd as isize, ss: cs as isize });
-        let mut scratch: Vec<u32> = Vec::with_capacity(simd::packed_scratch(jn, i_n, cn, sj));
-        // SAFETY: every element the tile names is inside `src` and, from
-        // `base`, inside `buf` (the spans above); AVX is present.
-        unsafe {
-            simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut scratch);
-        }
-        simd::fence();
-        let mut want = vec![0u32; buf.len()];
-        for a in 0..i_n {
-            for k in 0..cn {
-                for b in 0..jn {
-                    want[base + a * di + k * cd + b] = src[b * sj + k * cs + a];
-                }
-            }
-        }
+        let (buf, want) = one_tile([jn, i_n, cn], [di, cd], [sj, cs], at, stream, tuning, simd::packed_scratch(jn, i_n, cn, sj));
         prop_assert!(buf == want, "j {} i {} c {} di {} cd {} sj {} cs {} at {} stream {} {:?}", jn, i_n, cn, di, cd, sj, cs, at, stream, tuning);
     });
 }
@@ -688,26 +702,8 @@ fn unpacked_tiles_of_random_shapes_match_indexing() {
         let di = round(cn * cd + dgap);
         let cs = i_n + sgap;
         let sj = cn * cs + sgap % 5;
-        let src: Vec<u32> = (0..(jn - 1) * sj + (cn - 1) * cs + i_n).map(|v| (v as u32).wrapping_mul(2_654_435_761) | 1).collect();
-        let span = (i_n - 1) * di + (cn - 1) * cd + jn;
-        let mut buf = vec![0u32; span + 32];
-        let base = buf.as_ptr().align_offset(64) + at;
-        let (j, i, c) = (Axis { n: jn, ds: 1, ss: sj as isize }, Axis { n: i_n, ds: di as isize, ss: 1 }, Axis { n: cn, ds: cd as isize, ss: cs as isize });
-        // SAFETY: every element the tile names is inside `src` and, from
-        // `base`, inside `buf` (the spans above); AVX is present; with no
-        // scratch the tile is never packed.
-        unsafe {
-            simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut Vec::new());
-        }
-        simd::fence();
-        let mut want = vec![0u32; buf.len()];
-        for a in 0..i_n {
-            for k in 0..cn {
-                for b in 0..jn {
-                    want[base + a * di + k * cd + b] = src[b * sj + k * cs + a];
-                }
-            }
-        }
+        // With no scratch the tile is never packed.
+        let (buf, want) = one_tile([jn, i_n, cn], [di, cd], [sj, cs], at, stream, tuning, 0);
         prop_assert!(buf == want, "j {} i {} c {} di {} cd {} sj {} cs {} at {} stream {} {:?}", jn, i_n, cn, di, cd, sj, cs, at, stream, tuning);
     });
 }
