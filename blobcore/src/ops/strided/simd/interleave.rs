@@ -2,7 +2,7 @@
 //! 2..8), through registers for C = 2, 3, 4 and 8.
 
 use super::registers::t8;
-use super::stream::run;
+use super::stream::{run, stream_elements};
 use std::arch::x86_64::*;
 
 /// `dst[a*C + b] = src[a + b*sj]` for `a < n`, `b < C`: C source rows
@@ -363,35 +363,9 @@ where
                 }
             }
             for k in 0..C {
-                stream_row(dst.add(k * di + b0), rows.add(k * BURST) as *const u32, m);
+                stream_elements(dst.add(k * di + b0), rows.add(k * BURST) as *const u32, m);
             }
         }
         b0 += m;
-    }
-}
-
-/// `m` elements from `src` to `dst`: the 32-byte aligned middle with
-/// non-temporal stores, the unaligned head and tail element by element.
-///
-/// # Safety
-/// AVX present; `m` elements readable at `src` and writable at `dst`.
-#[target_feature(enable = "avx")]
-pub(crate) unsafe fn stream_row(dst: *mut u32, src: *const u32, m: usize) {
-    // SAFETY: every index is below m (the contract); the streamed
-    // stores start 32-byte aligned and end at or before m.
-    unsafe {
-        let mut b = 0;
-        while b < m && !(dst.add(b) as usize).is_multiple_of(32) {
-            *dst.add(b) = *src.add(b);
-            b += 1;
-        }
-        while b + 8 <= m {
-            _mm256_stream_ps(dst.add(b) as *mut f32, _mm256_loadu_ps(src.add(b) as *const f32));
-            b += 8;
-        }
-        while b < m {
-            *dst.add(b) = *src.add(b);
-            b += 1;
-        }
     }
 }

@@ -86,6 +86,35 @@ unsafe fn stream_chunk(dst: *mut u8, src: *const u8, bytes: usize) {
     }
 }
 
+/// `m` 4-byte elements from `src` to `dst` at any alignment: the
+/// 32-byte aligned middle with non-temporal stores ([`stream_chunk`]),
+/// the head and tail element by element. For pieces just written to a
+/// scratch in L1 (`interleave.rs`'s and `tiles.rs`'s row bursts), so
+/// nothing is prefetched.
+///
+/// # Safety
+/// AVX present; `m` elements readable at `src` and writable at `dst`,
+/// not overlapping.
+#[target_feature(enable = "avx")]
+pub(crate) unsafe fn stream_elements(dst: *mut u32, src: *const u32, m: usize) {
+    // Elements before the first 32-byte boundary (all of them where
+    // `align_offset` gives up, which it may).
+    let head = dst.align_offset(32).min(m);
+    let body = (m - head) / 8 * 8;
+    // SAFETY: every index is below m (the contract); with a body, dst +
+    // head is 32-byte aligned (`align_offset` of a u32 pointer counts
+    // elements) and the body is whole 32-byte pieces.
+    unsafe {
+        for b in 0..head {
+            *dst.add(b) = *src.add(b);
+        }
+        stream_chunk(dst.add(head) as *mut u8, src.add(head) as *const u8, body * 4);
+        for b in head + body..m {
+            *dst.add(b) = *src.add(b);
+        }
+    }
+}
+
 /// The most parts [`stream_merge`] takes.
 pub(crate) const MERGE_PARTS: usize = 16;
 

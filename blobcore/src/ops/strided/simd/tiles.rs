@@ -4,7 +4,7 @@
 use super::interleave::{deinterleave, deinterleave_regs, interleave, interleave_regs, BURST};
 use super::registers::{t4x4, t8x16, t8x8};
 use super::{has_avx, has_avx2};
-use super::stream::run;
+use super::stream::{run, stream_elements};
 use crate::ops::strided::tuning::Tuning;
 use crate::ops::strided::Axis;
 // Source rows a page or more apart are packed (often a power of two
@@ -388,7 +388,7 @@ unsafe fn bursts_of_8(ai: usize, bj: usize, dst: *mut u32, di: usize, src: *cons
                     t8x16::<false>(r.add(b), BURST, src.add(a + (b0 + b) * sj), sj);
                 }
                 for k in 0..8 {
-                    super::stream::stream_copy(dst.add((a + k) * di + b0) as *mut u8, r.add(k * BURST) as *const u8, w * 4);
+                    stream_elements(dst.add((a + k) * di + b0), r.add(k * BURST), w);
                 }
             }
         }
