@@ -112,10 +112,22 @@ impl Export {
     /// Strides in bytes (what NumPy and the buffer protocol use): row-major
     /// for dense exports, the layout's strides for regions and strided layouts.
     pub fn byte_strides(&self) -> SmallVec<[isize; 8]> {
-        if let Some(s) = &self.strides {
-            return s.clone();
+        let mut out = SmallVec::new();
+        self.byte_strides_into(&mut out);
+        out
+    }
+
+    /// [`Export::byte_strides`] written into `out` (cleared first), for a
+    /// consumer that keeps them in place (the buffer protocol's holder).
+    pub fn byte_strides_into(&self, out: &mut SmallVec<[isize; 8]>) {
+        out.clear();
+        match &self.strides {
+            Some(s) => out.extend_from_slice(s),
+            None => {
+                out.resize(self.shape.rank(), 0);
+                crate::layout::fill_row_major_strides(self.shape.dims(), self.dtype.size(), out);
+            }
         }
-        crate::axes::axes_filled(self.shape.rank(), |s| crate::layout::fill_row_major_strides(self.shape.dims(), self.dtype.size(), s))
     }
 
     /// Strides in elements, written into `out` (cleared first): row-major
