@@ -5,7 +5,9 @@
 //! The two families measured want different shapes. On Intel Xeons
 //! ([`Tuning::Square`], sessions 20-49: the 2-core VM and the 16-core
 //! host of the device machine) tiles of runs square on both sides stream
-//! best and batches of more than 32 KiB cost (`mod.rs`'s `BATCH_FLOATS`).
+//! best and batches of more than 32 KiB cost (`mod.rs`'s `BATCH_FLOATS`);
+//! on the Emerald Rapids VM of session 75 (model 207) the square tiles
+//! were again the fastest of the three on the far-row transposes.
 //! On AMD Zen 5 ([`Tuning::LongReads`], session 50: this project's 2-core
 //! VM from 2026-12-01, an EPYC of family 26, 1 MiB of L2 per core, 32 MiB
 //! of L3) a tile of runs is fastest when it reads few source streams,
