@@ -219,14 +219,14 @@ def layouts(mib: int) -> None:
 
 
 def reorders(mib: int) -> None:
-    """Issue 29: NCHW <-> NHWC at C = 3, 64, 256 and the blocked reorders,
+    """Issue 29: NCHW <-> NHWC at C = 3, 24, 40, 64, 256 and the blocked reorders,
     blob.reorder_from into a blob of the target layout against NumPy's
     copyto of the equivalent transposed view, both preallocated."""
     s = max(1, mib // 128)
     if mib < 128:
         cases = [(2, 3, 256, 170), (2, 64, 128, 64)]
     else:
-        cases = [(2 * s, 256, 256, 256), (2 * s, 64, 512, 512), (2 * s, 3, 2048, 2730)]
+        cases = [(2 * s, 256, 256, 256), (2 * s, 64, 512, 512), (2 * s, 3, 2048, 2730), (2 * s, 24, 512, 1365), (2 * s, 40, 512, 819)]
     for n, c, h, w in cases:
         a = np.random.default_rng(2).standard_normal((n, c, h, w), dtype=np.float32)
         nchw = bc.Blob.from_numpy(a)

@@ -257,8 +257,10 @@ fn run(mib: usize) {
         t.row(&name, &mut base, Limit::Copy, 0.8, &mut || o.permute_from(&a, &axes).unwrap());
     }
     // Reorders: NCHW <-> NHWC at C = 256, 64 and 3 (1 GiB at N = 16),
-    // NCHW <-> nChw8c, nChw8c <-> nChw16c.
-    for d in [[2 * s, 256, 256, 256], [2 * s, 64, 512, 512], [2 * s, 3, 2048, 2730]] {
+    // and at C = 24 and 40 (MobileNet's and EfficientNet's early stages:
+    // channel rows that are not whole 64-byte lines), NCHW <-> nChw8c,
+    // nChw8c <-> nChw16c.
+    for d in [[2 * s, 256, 256, 256], [2 * s, 64, 512, 512], [2 * s, 3, 2048, 2730], [2 * s, 24, 512, 1365], [2 * s, 40, 512, 819]] {
         let c = d[1];
         let (to_nhwc, to_nchw) = (format!("reorder NCHW->NHWC C={c} {d:?}"), format!("reorder NHWC->NCHW C={c} {d:?}"));
         if !t.wants(&[&to_nhwc, &to_nchw]) {

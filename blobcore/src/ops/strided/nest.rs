@@ -93,7 +93,7 @@ pub(super) fn nest(axes: &[Axis], es: usize, tuning: Tuning) -> Nest {
             // own to the hardware prefetcher, which follows a few dozen
             // at a time: a tile reads at most STREAM_ROWS of them.
             let far = inner.ss.unsigned_abs().saturating_mul(es) >= FAR_ROW_BYTES;
-            let ej = if far { ej.min(STREAM_ROWS) } else { ej };
+            let ej = if far { far_rows(inner.n, ej, es) } else { ej };
             // Source rows of up to WHOLE_ROW_BYTES are taken whole when
             // the tile stays within twice TILE_BYTES.
             let row_bytes = rest[p].n.saturating_mul(es);
@@ -149,6 +149,26 @@ pub(super) const FAR_ROW_BYTES: usize = 4096;
 /// 0.86-0.88x; at 128 MiB (`[64, 128, 256, 16]`) `(0,3)` 0.59-0.61x ->
 /// 0.69-0.74x, `(1,3)` 0.42-0.46x -> 0.68-0.70x.
 const STREAM_ROWS: usize = 32;
+
+/// Far source rows a transpose tile of `es`-byte elements reads, of the
+/// `n` the destination's rows take (`ej` of them at most, the cap for
+/// near rows): [`STREAM_ROWS`], unless all `n` fit the tile, there are
+/// more than STREAM_ROWS of them and a destination row of `n` f32 is not
+/// whole 64-byte lines (NCHW -> NHWC at C = 36, 40 or 56). Split into 32
+/// and the rest, every piece of such a row starts and ends inside a line
+/// that another tile writes too, much later; taken whole, a tile writes
+/// its destination rows from start to end. At 256 MiB on the Emerald
+/// Rapids VM (session 76, `examples/channels.rs`, three alternated
+/// rounds, as a fraction of a dense copy): C = 36 0.07-0.08x -> 0.30-0.33x,
+/// C = 40 0.22-0.24x -> 0.40-0.52x, C = 56 0.19-0.22x -> 0.52-0.54x.
+/// Rows of whole lines (C = 48: 32 + 16) split as before (1.02x).
+fn far_rows(n: usize, ej: usize, es: usize) -> usize {
+    if es == 4 && n > STREAM_ROWS && n <= ej && !(n * es).is_multiple_of(64) {
+        n
+    } else {
+        ej.min(STREAM_ROWS)
+    }
+}
 
 /// Bytes per transpose tile and side (L1/L2 sized).
 const TILE_BYTES: usize = 32 << 10;

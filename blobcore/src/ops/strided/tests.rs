@@ -426,6 +426,45 @@ fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
     assert!(matches!(nest(&axes, 4, Tuning::Square).kind, Body::Tile { order: Order::Blocks, .. }));
 }
 
+/// Far channel rows of NCHW -> NHWC that a split into 32 would leave in
+/// pieces of partial lines (C = 33..63 f32, a row not whole 64-byte
+/// lines) go into one tile whole; rows of whole lines (C = 48), other
+/// element sizes and near rows keep the split of `STREAM_ROWS`.
+#[test]
+fn far_rows_of_partial_lines_stay_whole_in_a_tile() {
+    use super::nest::{nest, Body};
+    let ej_of = |c: usize, hw: usize, es: usize| {
+        let axes = normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }]);
+        match nest(&axes, es, Tuning::Square).kind {
+            Body::Tile { ej, .. } => ej,
+            other => panic!("not a tile: {other:?}"),
+        }
+    };
+    for c in [33usize, 36, 40, 56, 63] {
+        assert_eq!(ej_of(c, 4096, 4), c, "C = {c}");
+    }
+    for c in [48usize, 64] {
+        assert_eq!(ej_of(c, 4096, 4), 32, "C = {c}");
+    }
+    // Wider than a tile's rows (64): split as before.
+    assert_eq!(ej_of(70, 4096, 4), 32);
+    // Eight-byte elements keep the split (measured only for f32).
+    assert_eq!(ej_of(40, 4096, 8), 32);
+    // Near rows (less than a page apart) were never capped.
+    assert_eq!(ej_of(40, 256, 4), 40);
+}
+
+/// NCHW -> NHWC with far channel rows, C = 17..=80 (whole and split
+/// tiles, partial and whole lines), against [`naive`] for every tuning.
+#[test]
+fn far_channel_rows_of_any_count_match_the_naive_copy() {
+    use proptest::prelude::*;
+    let config = ProptestConfig { cases: 24, rng_seed: proptest::test_runner::RngSeed::Fixed(76), ..ProptestConfig::default() };
+    each_tuning(|| proptest!(config.clone(), |(n in 1usize..3, c in 17usize..81, h in 1usize..5, w in 1024usize..1300)| {
+        check_permutation(&[n, c, h, w], &[0, 2, 3, 1]);
+    }));
+}
+
 #[test]
 fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
     use super::nest::{nest, Body, Order};
