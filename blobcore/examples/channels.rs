@@ -1,6 +1,6 @@
 //! NCHW <-> NHWC reorders of f32 over the channel counts networks use, as
 //! a fraction of a dense `copy_from` of the same bytes in the same run
-//! (the best of 5 each; 256 MiB per blob, 2 x the pool's threads of work).
+//! (the best of 5 each; 256 MiB per blob).
 //!
 //! `cargo run --release -p blobcore --example channels [C]` runs every
 //! count, or only `C`. With `only` as a second argument it runs just the
