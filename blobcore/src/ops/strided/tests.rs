@@ -213,6 +213,11 @@ fn packed_batched_and_interleaved() {
     check_permutation(&[3, 2_900_000], &[1, 0]);
     check_permutation(&[2_900_000, 3], &[1, 0]);
     check_permutation(&[64, 8, 16_400], &[2, 1, 0]);
+    // NCHW -> NHWC with C = 24 and 56 (far rows that spread over the
+    // L2's sets: streamed through `simd/groups.rs`), pixel counts that
+    // leave remainders.
+    check_permutation(&[1, 24, 512, 701], &[0, 2, 3, 1]);
+    check_permutation(&[1, 56, 300, 513], &[0, 2, 3, 1]);
 }
 
 /// The register interleaves of 2, 3, 4 and 8 rows and their reverses,
@@ -745,4 +750,44 @@ fn unpacked_tiles_of_random_shapes_match_indexing() {
         let (buf, want) = one_tile([jn, i_n, cn], [di, cd], [sj, cs], at, stream, tuning, 0);
         prop_assert!(buf == want, "j {} i {} c {} di {} cd {} sj {} cs {} at {} stream {} {:?}", jn, i_n, cn, di, cd, sj, cs, at, stream, tuning);
     });
+}
+
+/// One tile of 2 to 8 groups of eight destination columns from far
+/// source rows (`simd::tile_f32`, which streams such a tile through
+/// `groups.rs` when its rows spread over the L2's sets and its
+/// destination is 32-byte aligned), of random column counts (a remainder
+/// past the last eight), destination strides of whole groups or not,
+/// column counts that are not whole groups, any alignment, streamed or
+/// not, under every tuning, against indexing: every element it names is
+/// written, and nothing else. Most cases take the grouped form (counted).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn grouped_tiles_of_random_shapes_match_indexing() {
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if !simd::has_avx() {
+        return;
+    }
+    let grouped = AtomicUsize::new(0);
+    let config = ProptestConfig { cases: 400, rng_seed: proptest::test_runner::RngSeed::Fixed(77), ..ProptestConfig::default() };
+    proptest!(config, |(g in 1usize..10, odd in 0usize..12, i_n in 1usize..120, wide in 0usize..5, skew in 0usize..4, far in 1024usize..1300,
+                        aligned in 0usize..4, at in 0usize..17, stream: bool, pick in 0usize..3)| {
+        let tuning = Tuning::ALL[pick];
+        // Mostly whole groups (8 and 72 columns are outside the form).
+        let jn = g * 8 + if odd < 9 { 0 } else { odd - 8 };
+        let di = jn + wide * 8 + usize::from(skew == 0);
+        let at = if aligned > 0 { at / 8 * 8 } else { at };
+        let sj = far;
+        if stream && i_n >= 8 {
+            let mut probe = vec![0u32; 32];
+            let base = probe.as_mut_ptr().align_offset(64) + at;
+            // SAFETY: base + 0 is inside `probe` (at most 15 + 16 < 32).
+            if simd::groups_take(jn, i_n, di, sj, unsafe { probe.as_mut_ptr().add(base) }) {
+                grouped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let (buf, want) = one_tile([jn, i_n, 1], [di, 0], [sj, 0], at, stream, tuning, simd::packed_scratch(jn, i_n, 1, sj));
+        prop_assert!(buf == want, "j {} i {} di {} sj {} at {} stream {} {:?}", jn, i_n, di, sj, at, stream, tuning);
+    });
+    assert!(grouped.load(Ordering::Relaxed) >= 40, "only {} cases took the grouped form", grouped.load(Ordering::Relaxed));
 }

@@ -1,12 +1,16 @@
 //! x86-64 kernels: register transposes of 4-byte elements (8x8 with AVX,
 //! checked once at run time; 4x4 with SSE2, part of x86-64), the tiles
-//! built on them, interleaves of few rows, and non-temporal copies.
+//! built on them (packed, unpacked, and grouped for rows of a few groups
+//! of eight), interleaves of few rows, and non-temporal copies.
 
+mod groups;
 mod interleave;
 mod registers;
 mod stream;
 mod tiles;
 
+#[cfg(test)]
+pub(crate) use groups::takes as groups_take;
 #[cfg(test)]
 pub(crate) use interleave::{deinterleave_regs, interleave_regs};
 pub(crate) use stream::{run, stream_copy, stream_fill, stream_merge, stream_rows, stream_split, MERGE_PARTS};

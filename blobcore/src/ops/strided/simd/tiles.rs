@@ -106,6 +106,15 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
         }
         return;
     }
+    // Streamed, from far rows that spread over the L2's sets, with 2 to
+    // 8 groups of eight destination columns (NCHW -> NHWC with C = 24,
+    // 40, 56, or 32 of more channels): each eight columns' rows written
+    // whole from the registers (see `groups.rs`), partial lines included.
+    if stream && c.n == 1 && super::groups::takes(j.n, i.n, di, sj, dst) {
+        // SAFETY: forwarded; AVX present and the stores aligned (takes).
+        unsafe { super::groups::groups_f32(j, i, dst, src, sj) };
+        return;
+    }
     if avx && packs(j.n, i.n, sj) && need <= scratch.capacity() {
         // SAFETY: forwarded; AVX present; the scratch holds `need`.
         unsafe { packed(j, i, c, dst, src, next, stream, tuning, scratch.as_mut_ptr(), bs, rb) };

@@ -1,0 +1,142 @@
+//! Streamed transpose tiles of 4-byte elements whose destination rows
+//! are a few groups of eight, read from far source rows (NCHW -> NHWC
+//! with C = 16, 24, ... 64 channels in a tile): for each eight source
+//! columns, every group's 8 x 8 transpose first, then the eight
+//! destination rows they make written front to back, so that every
+//! 64-byte line is finished by consecutive streamed stores.
+//!
+//! The packed tiles (`tiles.rs`) write rows of partial lines through a
+//! scratch, in bursts after their transposes, and took NCHW -> NHWC at C
+//! = 24, 40 and 56 to 0.35-0.55x of the streamed copy; this form keeps
+//! a few lines in flight between the reads (session 77, 2-core Emerald
+//! Rapids VM, 256 MiB: C = 24 0.43 -> 1.2x, C = 40 0.45 -> 1.1x, C = 56
+//! 0.52 -> 0.82x, C = 192 0.77 -> 1.2x).
+
+use super::registers::t8;
+use crate::ops::strided::nest::FAR_ROW_BYTES;
+use crate::ops::strided::Axis;
+use std::arch::x86_64::*;
+
+/// Source rows that may share one set of the L2 (of a 128 KiB way) in a
+/// tile [`groups_f32`] takes. Rows a large power of two apart (C = 32,
+/// 64 or 256 channels of 512 x 512, 256 x 256 ... pixels) all fall in
+/// one or two sets, and each line, read in two halves, is evicted
+/// between them (C = 64 fell from 0.6x to 0.35x); the packed tiles copy
+/// such rows out first.
+const ROWS_PER_SET: usize = 8;
+
+/// Elements ahead of the current column that each source row is
+/// prefetched, every 16 columns (256 bytes: level with none or 128 at C
+/// = 24, 40, 192, better at 40).
+const AHEAD: usize = 64;
+
+/// Whether [`groups_f32`] takes a streamed tile of `j` destination rows
+/// (the groups' columns) and `i` source columns, the destination's
+/// rows `di` elements apart from `dst`, the source's `sj` apart.
+pub(crate) fn takes(j: usize, i: usize, di: usize, sj: usize, dst: *mut u32) -> bool {
+    j.is_multiple_of(8)
+        && (16..=64).contains(&j)
+        && i >= 8
+        && di.is_multiple_of(8)
+        && (dst as usize).is_multiple_of(32)
+        && sj.saturating_mul(4) >= FAR_ROW_BYTES
+        && spread(j, sj.saturating_mul(4))
+        && super::has_avx()
+}
+
+/// Whether `rows` source rows `stride` bytes apart spread over the L2's
+/// sets: at most [`ROWS_PER_SET`] of them share a set of a 128 KiB way.
+fn spread(rows: usize, stride: usize) -> bool {
+    const WAY: usize = 128 << 10;
+    let r = stride % WAY;
+    // The rows' offsets in a way repeat every WAY / gcd(r, WAY) rows
+    // (WAY is a power of two, so the gcd is r's lowest set bit).
+    let period = if r == 0 { 1 } else { WAY >> r.trailing_zeros() };
+    rows.div_ceil(period.min(WAY / 64)) <= ROWS_PER_SET
+}
+
+/// `dst[a*i.ds + b] = src[a + b*sj]` for `a < i.n`, `b < j.n`, streamed
+/// (the columns past the last eight with plain stores), for a tile
+/// [`takes`] accepts.
+///
+/// # Safety
+/// Every element named is inside its memory; `takes(j.n, i.n, i.ds,
+/// sj, dst)` holds (AVX present, `dst` and `i.ds * 4` 32-byte aligned).
+pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize) {
+    let di = i.ds as usize;
+    // SAFETY: forwarded; j.n is 8 times the group count (takes).
+    unsafe {
+        match j.n / 8 {
+            2 => groups::<2>(i.n, dst, di, src, sj),
+            3 => groups::<3>(i.n, dst, di, src, sj),
+            4 => groups::<4>(i.n, dst, di, src, sj),
+            5 => groups::<5>(i.n, dst, di, src, sj),
+            6 => groups::<6>(i.n, dst, di, src, sj),
+            7 => groups::<7>(i.n, dst, di, src, sj),
+            _ => groups::<8>(i.n, dst, di, src, sj),
+        }
+    }
+}
+
+/// [`groups_f32`] with `G` groups of eight destination columns.
+///
+/// # Safety
+/// As [`groups_f32`], with `j.n == 8 * G`.
+#[target_feature(enable = "avx")]
+unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize) {
+    let whole = n / 8 * 8;
+    // SAFETY: a + 8 <= whole <= n and g * 8 + k < 8 * G = j.n: inside
+    // the tile (the contract); the streamed stores are 32-byte aligned
+    // (dst and di * 4 are, and every offset from them is a multiple of
+    // 8 elements); a prefetch never faults.
+    unsafe {
+        for a in (0..whole).step_by(8) {
+            let mut t = [[_mm256_setzero_ps(); 8]; G];
+            for (g, tg) in t.iter_mut().enumerate() {
+                let mut r = [_mm256_setzero_ps(); 8];
+                for (k, rk) in r.iter_mut().enumerate() {
+                    let s = src.add(a + (g * 8 + k) * sj);
+                    if a % 16 == 0 {
+                        _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(AHEAD) as *const i8);
+                    }
+                    *rk = _mm256_loadu_ps(s as *const f32);
+                }
+                *tg = t8(r);
+            }
+            for k in 0..8 {
+                let d = dst.add((a + k) * di) as *mut f32;
+                for (g, tg) in t.iter().enumerate() {
+                    _mm256_stream_ps(d.add(g * 8), tg[k]);
+                }
+            }
+        }
+        for a in whole..n {
+            for b in 0..8 * G {
+                *dst.add(a * di + b) = *src.add(a + b * sj);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread;
+
+    #[test]
+    fn rows_a_large_power_of_two_apart_do_not_spread() {
+        // NCHW -> NHWC of [16, 24, 512, 1365] and [16, 40, 512, 819] f32:
+        // rows 2.7 and 1.6 MiB apart, not powers of two.
+        assert!(spread(24, 512 * 1365 * 4));
+        assert!(spread(40, 512 * 819 * 4));
+        // C = 64 of 512 x 512 (1 MiB apart: one set), C = 256 of 256 x 256
+        // in tiles of 32 (256 KiB: one set), 32 rows 64 KiB apart (two
+        // sets: 16 each) are refused; 32 rows 32 KiB apart (8 a set) and
+        // 64 rows 4 KiB + 4 bytes apart are taken.
+        assert!(!spread(64, 512 * 512 * 4));
+        assert!(!spread(32, 256 * 256 * 4));
+        assert!(!spread(32, 64 << 10));
+        assert!(spread(32, 32 << 10));
+        assert!(spread(64, 4100));
+        assert!(!spread(17, 0));
+    }
+}
