@@ -93,7 +93,7 @@ pub(super) fn nest(axes: &[Axis], es: usize, tuning: Tuning) -> Nest {
             // own to the hardware prefetcher, which follows a few dozen
             // at a time: a tile reads at most STREAM_ROWS of them.
             let far = inner.ss.unsigned_abs().saturating_mul(es) >= FAR_ROW_BYTES;
-            let ej = if far { far_rows(inner.n, ej, es) } else { ej };
+            let ej = if far { far_rows(inner.n, ej, es, inner.ss.unsigned_abs().saturating_mul(es)) } else { ej };
             // Source rows of up to WHOLE_ROW_BYTES are taken whole when
             // the tile stays within twice TILE_BYTES.
             let row_bytes = rest[p].n.saturating_mul(es);
@@ -152,22 +152,61 @@ const STREAM_ROWS: usize = 32;
 
 /// Far source rows a transpose tile of `es`-byte elements reads, of the
 /// `n` the destination's rows take (`ej` of them at most, the cap for
-/// near rows): [`STREAM_ROWS`], unless all `n` fit the tile, there are
-/// more than STREAM_ROWS of them and a destination row of `n` f32 is not
-/// whole 64-byte lines (NCHW -> NHWC at C = 36, 40 or 56). Split into 32
-/// and the rest, every piece of such a row starts and ends inside a line
-/// that another tile writes too, much later; taken whole, a tile writes
-/// its destination rows from start to end. At 256 MiB on the Emerald
-/// Rapids VM (session 76, `examples/channels.rs`, three alternated
-/// rounds, as a fraction of a dense copy): C = 36 0.07-0.08x -> 0.30-0.33x,
-/// C = 40 0.22-0.24x -> 0.40-0.52x, C = 56 0.19-0.22x -> 0.52-0.54x.
-/// Rows of whole lines (C = 48: 32 + 16) split as before (1.02x).
-fn far_rows(n: usize, ej: usize, es: usize) -> usize {
-    if es == 4 && n > STREAM_ROWS && n <= ej && !(n * es).is_multiple_of(64) {
+/// near rows), `stride` bytes apart: [`STREAM_ROWS`], unless
+/// - all `n` fit the tile, there are more than STREAM_ROWS of them and a
+///   destination row of `n` f32 is not whole 64-byte lines (NCHW -> NHWC
+///   at C = 36, 40 or 56): taken whole. Split into 32 and the rest,
+///   every piece of such a row starts and ends inside a line that
+///   another tile writes too, much later; taken whole, a tile writes its
+///   destination rows from start to end. At 256 MiB on the Emerald
+///   Rapids VM (session 76, `examples/channels.rs`, three alternated
+///   rounds, as a fraction of a dense copy): C = 36 0.07-0.08x ->
+///   0.30-0.33x, C = 40 0.22-0.24x -> 0.40-0.52x, C = 56 0.19-0.22x ->
+///   0.52-0.54x. Rows of whole lines (C = 48: 32 + 16) split as before.
+/// - rows of f32 whose destination rows are whole lines, with more than
+///   [`STREAM_ROWS_PER_SET`] of STREAM_ROWS rows in one set of the L2
+///   (a large power of two apart: NCHW -> NHWC of 512 x 512 or 256 x 256
+///   pixels, the transposes and permutes of power-of-two shapes): tiles
+///   of [`SET_ROWS`], whose rows the L2 can hold while a tile reads
+///   them. At 1 GiB on the same VM (session 77, two alternated rounds):
+///   `(0,3)` 0.59-0.60x -> 0.67-0.69x, `permute [4, 2, 0, 3, 1]`
+///   0.62-0.64x -> 0.74-0.75x, NCHW -> NHWC at C = 64 0.58-0.62x ->
+///   0.73-0.74x and at C = 256 0.59-0.66x -> 0.71-0.72x.
+fn far_rows(n: usize, ej: usize, es: usize, stride: usize) -> usize {
+    let whole_lines = (n * es).is_multiple_of(64);
+    if es == 4 && n > STREAM_ROWS && n <= ej && !whole_lines {
         n
+    } else if es == 4 && whole_lines && rows_per_set(STREAM_ROWS.min(n), stride) > STREAM_ROWS_PER_SET {
+        ej.min(SET_ROWS)
     } else {
         ej.min(STREAM_ROWS)
     }
+}
+
+/// Far source rows of a tile that may share one set of the L2 before
+/// the tile takes [`SET_ROWS`] instead of [`STREAM_ROWS`].
+const STREAM_ROWS_PER_SET: usize = 8;
+
+/// Far source rows per tile when more than [`STREAM_ROWS_PER_SET`] of
+/// STREAM_ROWS would share an L2 set (see [`far_rows`]).
+const SET_ROWS: usize = 16;
+
+/// The most of `rows` source rows `stride` bytes apart that fall in one
+/// set of the L2, counted over sets of 64-byte lines in a way of 128 KiB
+/// (Intel's 2 MiB 16-way and AMD's 1 MiB 8-way L2 both have 2048 sets).
+/// Rows a large power of two apart all fall in one or two.
+pub(super) fn rows_per_set(rows: usize, stride: usize) -> usize {
+    const WAY: usize = 128 << 10;
+    // Row k's offset in a way; wrapping is exact modulo WAY, a power of
+    // two that divides 2^64.
+    let mut sets: smallvec::SmallVec<[u16; 64]> = (0..rows).map(|k| (k.wrapping_mul(stride) % WAY / 64) as u16).collect();
+    sets.sort_unstable();
+    let (mut most, mut run) = (0, 0);
+    for (k, s) in sets.iter().enumerate() {
+        run = if k > 0 && sets[k - 1] == *s { run + 1 } else { 1 };
+        most = most.max(run);
+    }
+    most
 }
 
 /// Bytes per transpose tile and side (L1/L2 sized).

@@ -473,13 +473,19 @@ fn far_channel_rows_of_any_count_match_the_naive_copy() {
 #[test]
 fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
     use super::nest::{nest, Body, Order};
-    // `permute [4, 2, 0, 3, 1]` of [16, 32, 32, 32, 512] f32 (the bench's
-    // 1 GiB row): 32 source rows of 2 KiB, 2 MiB apart, into rows of 32.
-    let dims = [16usize, 32, 32, 32, 512];
-    let p = [4usize, 2, 0, 3, 1];
-    let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-    let (ost, sst) = (row_major(&out), row_major(&dims));
-    let axes = normalise((0..5).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
+    // `permute [4, 2, 0, 3, 1]` of [16, 32, 33, 31, 512] f32: 32 source
+    // rows of 2 KiB, about 2 MiB apart, into rows of 32.
+    let axes_of = |dims: [usize; 5]| {
+        let p = [4usize, 2, 0, 3, 1];
+        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let (ost, sst) = (row_major(&out), row_major(&dims));
+        normalise((0..5).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
+    };
+    // The bench's 1 GiB row, [16, 32, 32, 32, 512]: its rows, exactly 2
+    // MiB apart, share one L2 set, so a tile takes 16, whole.
+    let n = nest(&axes_of([16, 32, 32, 32, 512]), 4, Tuning::Square);
+    assert!(matches!(n.kind, Body::Tile { order: Order::Blocks, ei: 512, ej: 16, .. }), "{n:?}");
+    let axes = axes_of([16, 32, 33, 31, 512]);
     let n = nest(&axes, 4, Tuning::Square);
     let Body::Tile { order, blocks, ei, ej, ec, i, .. } = n.kind else { panic!("not a tile: {:?}", n.kind) };
     assert_eq!((order, ei, ej, ec), (Order::Along, 128, 32, 1), "{n:?}");
@@ -673,7 +679,7 @@ fn one_tile(n: [usize; 3], d: [usize; 2], s: [usize; 2], at: usize, stream: bool
     // SAFETY: every element the tile names is inside `src` and, from
     // `base`, inside `buf` (the spans above); the callers checked AVX.
     unsafe {
-        simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, &mut scratch);
+        simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, super::nest::rows_per_set(jn, sj * 4), &mut scratch);
     }
     simd::fence();
     let mut want = vec![0u32; buf.len()];
@@ -782,7 +788,7 @@ fn grouped_tiles_of_random_shapes_match_indexing() {
             let mut probe = vec![0u32; 32];
             let base = probe.as_mut_ptr().align_offset(64) + at;
             // SAFETY: base + 0 is inside `probe` (at most 15 + 16 < 32).
-            if simd::groups_take(jn, i_n, di, sj, unsafe { probe.as_mut_ptr().add(base) }) {
+            if simd::groups_take(jn, i_n, di, sj, unsafe { probe.as_mut_ptr().add(base) }, super::nest::rows_per_set(jn, sj * 4)) {
                 grouped.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -790,4 +796,49 @@ fn grouped_tiles_of_random_shapes_match_indexing() {
         prop_assert!(buf == want, "j {} i {} di {} sj {} at {} stream {} {:?}", jn, i_n, di, sj, at, stream, tuning);
     });
     assert!(grouped.load(Ordering::Relaxed) >= 40, "only {} cases took the grouped form", grouped.load(Ordering::Relaxed));
+}
+
+/// `nest::rows_per_set` against the sets counted one row at a time, on
+/// the strides that matter (powers of two, the channel planes of the
+/// bench's shapes) and random ones, and the planner's tiles of 16 far
+/// rows where 32 would crowd a set.
+#[test]
+fn rows_sharing_an_l2_set_are_counted() {
+    use super::nest::rows_per_set;
+    use proptest::prelude::*;
+    let slow = |rows: usize, stride: usize| {
+        let sets: Vec<usize> = (0..rows).map(|k| (k * stride) % (128 << 10) / 64).collect();
+        sets.iter().map(|s| sets.iter().filter(|t| *t == s).count()).max().unwrap_or(0)
+    };
+    // NCHW -> NHWC of [16, 24, 512, 1365] and [16, 40, 512, 819] f32:
+    // planes 2.7 and 1.6 MiB apart, each row in a set of its own.
+    assert_eq!(rows_per_set(24, 512 * 1365 * 4), 1);
+    assert_eq!(rows_per_set(40, 512 * 819 * 4), 1);
+    // Planes of 512 x 512 and 256 x 256 f32: every row in one set; 64 KiB
+    // apart: two sets; 32 KiB: four.
+    assert_eq!(rows_per_set(64, 512 * 512 * 4), 64);
+    assert_eq!(rows_per_set(32, 256 * 256 * 4), 32);
+    assert_eq!(rows_per_set(32, 64 << 10), 16);
+    assert_eq!(rows_per_set(32, 32 << 10), 8);
+    assert_eq!(rows_per_set(0, 4096), 0);
+    // A stride 4 bytes past a way: 16 rows to a line's set.
+    assert_eq!(rows_per_set(32, (128 << 10) + 4), 16);
+    let config = ProptestConfig { cases: 500, rng_seed: proptest::test_runner::RngSeed::Fixed(77), ..ProptestConfig::default() };
+    proptest!(config, |(rows in 0usize..80, stride in 4096usize..(64 << 20), pow in 12u32..26, pick: bool)| {
+        let stride = if pick { 1 << pow } else { stride };
+        prop_assert_eq!(rows_per_set(rows, stride), slow(rows, stride));
+    });
+    // The planner: 64 channels of 512 x 512 f32 in tiles of 16; of 512 x
+    // 500 (no crowding) in tiles of 32; 24 channels whole either way.
+    let tile_rows = |c: usize, hw: usize| {
+        let axes = normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }]);
+        match super::nest::nest(&axes, 4, Tuning::Square).kind {
+            super::nest::Body::Tile { ej, .. } => ej,
+            other => panic!("not a tile: {other:?}"),
+        }
+    };
+    assert_eq!(tile_rows(64, 512 * 512), 16);
+    assert_eq!(tile_rows(64, 512 * 500), 32);
+    assert_eq!(tile_rows(24, 512 * 512), 24);
+    assert_eq!(tile_rows(24, 512 * 500), 24);
 }

@@ -17,13 +17,15 @@ use crate::ops::strided::nest::FAR_ROW_BYTES;
 use crate::ops::strided::Axis;
 use std::arch::x86_64::*;
 
-/// Source rows that may share one set of the L2 (of a 128 KiB way) in a
-/// tile [`groups_f32`] takes. Rows a large power of two apart (C = 32,
-/// 64 or 256 channels of 512 x 512, 256 x 256 ... pixels) all fall in
-/// one or two sets, and each line, read in two halves, is evicted
-/// between them (C = 64 fell from 0.6x to 0.35x); the packed tiles copy
-/// such rows out first.
-const ROWS_PER_SET: usize = 8;
+/// Source rows of a tile that may share one set of the L2 (counted by
+/// `nest::rows_per_set`). Rows a large power of two apart (C = 32, 64
+/// or 256 channels of 512 x 512, 256 x 256 ... pixels) in tiles of 32
+/// all fall in one or two sets, and each line, read in two halves, is
+/// evicted between them (C = 64 fell from 0.6x to 0.35x of the streamed
+/// copy at 256 MiB); such rows come in tiles of 16 (`nest::far_rows`),
+/// which the L2 holds (C = 64 0.53-0.60x -> 0.73-0.79x, C = 256
+/// 0.68-0.76x -> 0.85x), or are packed by `tiles.rs`.
+pub(crate) const ROWS_PER_SET: usize = 16;
 
 /// Elements ahead of the current column that each source row is
 /// prefetched, every 16 columns (256 bytes: level with none or 128 at C
@@ -32,27 +34,18 @@ const AHEAD: usize = 64;
 
 /// Whether [`groups_f32`] takes a streamed tile of `j` destination rows
 /// (the groups' columns) and `i` source columns, the destination's
-/// rows `di` elements apart from `dst`, the source's `sj` apart.
-pub(crate) fn takes(j: usize, i: usize, di: usize, sj: usize, dst: *mut u32) -> bool {
+/// rows `di` elements apart from `dst`, the source's `sj` apart, with
+/// `per_set` of the largest tile's rows in one L2 set at most
+/// (`nest::rows_per_set`, counted once per copy).
+pub(crate) fn takes(j: usize, i: usize, di: usize, sj: usize, dst: *mut u32, per_set: usize) -> bool {
     j.is_multiple_of(8)
         && (16..=64).contains(&j)
         && i >= 8
         && di.is_multiple_of(8)
         && (dst as usize).is_multiple_of(32)
         && sj.saturating_mul(4) >= FAR_ROW_BYTES
-        && spread(j, sj.saturating_mul(4))
+        && per_set <= ROWS_PER_SET
         && super::has_avx()
-}
-
-/// Whether `rows` source rows `stride` bytes apart spread over the L2's
-/// sets: at most [`ROWS_PER_SET`] of them share a set of a 128 KiB way.
-fn spread(rows: usize, stride: usize) -> bool {
-    const WAY: usize = 128 << 10;
-    let r = stride % WAY;
-    // The rows' offsets in a way repeat every WAY / gcd(r, WAY) rows
-    // (WAY is a power of two, so the gcd is r's lowest set bit).
-    let period = if r == 0 { 1 } else { WAY >> r.trailing_zeros() };
-    rows.div_ceil(period.min(WAY / 64)) <= ROWS_PER_SET
 }
 
 /// `dst[a*i.ds + b] = src[a + b*sj]` for `a < i.n`, `b < j.n`, streamed
@@ -61,7 +54,7 @@ fn spread(rows: usize, stride: usize) -> bool {
 ///
 /// # Safety
 /// Every element named is inside its memory; `takes(j.n, i.n, i.ds,
-/// sj, dst)` holds (AVX present, `dst` and `i.ds * 4` 32-byte aligned).
+/// sj, dst, _)` holds (AVX present, `dst` and `i.ds * 4` 32-byte aligned).
 pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize) {
     let di = i.ds as usize;
     // SAFETY: forwarded; j.n is 8 times the group count (takes).
@@ -115,28 +108,5 @@ unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const
                 *dst.add(a * di + b) = *src.add(a + b * sj);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::spread;
-
-    #[test]
-    fn rows_a_large_power_of_two_apart_do_not_spread() {
-        // NCHW -> NHWC of [16, 24, 512, 1365] and [16, 40, 512, 819] f32:
-        // rows 2.7 and 1.6 MiB apart, not powers of two.
-        assert!(spread(24, 512 * 1365 * 4));
-        assert!(spread(40, 512 * 819 * 4));
-        // C = 64 of 512 x 512 (1 MiB apart: one set), C = 256 of 256 x 256
-        // in tiles of 32 (256 KiB: one set), 32 rows 64 KiB apart (two
-        // sets: 16 each) are refused; 32 rows 32 KiB apart (8 a set) and
-        // 64 rows 4 KiB + 4 bytes apart are taken.
-        assert!(!spread(64, 512 * 512 * 4));
-        assert!(!spread(32, 256 * 256 * 4));
-        assert!(!spread(32, 64 << 10));
-        assert!(spread(32, 32 << 10));
-        assert!(spread(64, 4100));
-        assert!(!spread(17, 0));
     }
 }

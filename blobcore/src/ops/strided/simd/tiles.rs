@@ -49,12 +49,15 @@ pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
 /// whether a streamed packed tile with a batch writes each destination
 /// row's part in one burst (`Tuning::batched_rows_in_bursts`), and
 /// whether streamed deinterleaves and unpacked tiles do
-/// (`Tuning::rows_in_bursts`): hints, on which no result depends.
+/// (`Tuning::rows_in_bursts`): hints, on which no result depends; as is
+/// `per_set`, the most of the nest's largest tile's source rows that
+/// share one L2 set (`nest::rows_per_set`: few enough, and a streamed
+/// tile of a few groups of eight columns takes `groups.rs`).
 ///
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, tuning: Tuning, scratch: &mut Vec<u32>) {
+pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, tuning: Tuning, per_set: usize, scratch: &mut Vec<u32>) {
     // The caller checked all strides non-negative, i and j positive.
     let (sj, di) = (j.ss as usize, i.ds as usize);
     let (cs, cd) = (c.ss as usize, c.ds as usize);
@@ -110,7 +113,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     // 8 groups of eight destination columns (NCHW -> NHWC with C = 24,
     // 40, 56, or 32 of more channels): each eight columns' rows written
     // whole from the registers (see `groups.rs`), partial lines included.
-    if stream && c.n == 1 && super::groups::takes(j.n, i.n, di, sj, dst) {
+    if stream && c.n == 1 && super::groups::takes(j.n, i.n, di, sj, dst, per_set) {
         // SAFETY: forwarded; AVX present and the stores aligned (takes).
         unsafe { super::groups::groups_f32(j, i, dst, src, sj) };
         return;
