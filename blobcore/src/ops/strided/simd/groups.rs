@@ -36,7 +36,7 @@ const AHEAD: usize = 64;
 /// (the groups' columns) and `i` source columns, the destination's
 /// rows `di` elements apart from `dst`, the source's `sj` apart, with
 /// `per_set` of the largest tile's rows in one L2 set at most
-/// (`nest::rows_per_set`, counted once per copy).
+/// (`nest::rows_per_set`, counted once per task).
 pub(crate) fn takes(j: usize, i: usize, di: usize, sj: usize, dst: *mut u32, per_set: usize) -> bool {
     j.is_multiple_of(8)
         && (16..=64).contains(&j)
