@@ -1027,32 +1027,36 @@ def test_many_channel_reorders_equal_numpy_through_every_door(n, c, h, w, dtype,
 @given(
     c=st.sampled_from([16, 24, 40, 56, 64, 96]),
     jitter=st.integers(0, 9),
+    dtype=st.sampled_from([np.float32, np.int32]),
     door=st.sampled_from(DOORS_AND_VIEW),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_streamed_channel_reorders_equal_numpy_through_every_door(c, jitter, door, seed):
+def test_streamed_channel_reorders_equal_numpy_through_every_door(c, jitter, dtype, door, seed):
     # NCHW -> NHWC of 32 MiB and more (streamed stores) with channel
     # counts that are multiples of 8: the grouped tiles (eight pixel rows
     # of C floats written line by line from the registers), and for
     # planes a power of two apart (C = 64 of 512 x 256 with no jitter)
     # tiles of 16 channels; the source through every door to its memory
     # and as a strided view of a larger array; against NumPy, both ways.
+    # Every 4-byte dtype takes these kernels: random bit patterns (NaNs
+    # with payloads among the floats) must arrive bit for bit.
     w = -(-(1 << 23) // (c * 512)) + jitter
-    a = np.random.default_rng(seed).standard_normal((1, c, 513, w + 3), dtype=np.float32)
+    bits = np.random.default_rng(seed).integers(0, 2**32, size=(1, c, 513, w + 3), dtype=np.uint32)
+    a = bits.view(dtype)
     src, want = through_door(a, (slice(None), slice(None), slice(1, None), slice(2, -1)), door)
-    nhwc = bc.Blob.with_desc(bc.TensorDesc(np.float32, [1, c, 512, w], bc.Layout.NHWC))
+    nhwc = bc.Blob.with_desc(bc.TensorDesc(dtype, [1, c, 512, w], bc.Layout.NHWC))
     nhwc.reorder_from(src)
     from_door = same_bits(np.asarray(nhwc), want)
-    dense = bc.Blob.tensor([1, c, 512, w], dtype=np.float32)
+    dense = bc.Blob.tensor([1, c, 512, w], dtype=dtype)
     dense.copy_from(src)
-    nhwc.fill(0.0)
+    nhwc.fill(0)
     nhwc.reorder_from(dense)
     from_dense = same_bits(np.asarray(nhwc), want)
-    back = bc.Blob.tensor([1, c, 512, w], dtype=np.float32)
+    back = bc.Blob.tensor([1, c, 512, w], dtype=dtype)
     back.reorder_from(nhwc)
     round_trip = same_bits(np.asarray(back), want)
-    del a, src, want, nhwc, dense, back
-    assert (from_door, from_dense, round_trip) == (True, True, True), f"C = {c}, W = {w}, {door}"
+    del bits, a, src, want, nhwc, dense, back
+    assert (from_door, from_dense, round_trip) == (True, True, True), f"C = {c}, W = {w}, {dtype.__name__}, {door}"
 
 
 @settings(derandomize=True, deadline=None, max_examples=50, suppress_health_check=list(HealthCheck))

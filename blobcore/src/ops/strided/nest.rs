@@ -92,8 +92,9 @@ pub(super) fn nest(axes: &[Axis], es: usize, tuning: Tuning) -> Nest {
             // Source rows a page or more apart are each a stream of their
             // own to the hardware prefetcher, which follows a few dozen
             // at a time: a tile reads at most STREAM_ROWS of them.
-            let far = inner.ss.unsigned_abs().saturating_mul(es) >= FAR_ROW_BYTES;
-            let ej = if far { far_rows(inner.n, ej, es, inner.ss.unsigned_abs().saturating_mul(es)) } else { ej };
+            let row_stride = inner.ss.unsigned_abs().saturating_mul(es);
+            let far = row_stride >= FAR_ROW_BYTES;
+            let ej = if far { far_rows(inner.n, ej, es, row_stride) } else { ej };
             // Source rows of up to WHOLE_ROW_BYTES are taken whole when
             // the tile stays within twice TILE_BYTES.
             let row_bytes = rest[p].n.saturating_mul(es);

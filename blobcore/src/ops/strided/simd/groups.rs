@@ -25,7 +25,7 @@ use std::arch::x86_64::*;
 /// copy at 256 MiB); such rows come in tiles of 16 (`nest::far_rows`),
 /// which the L2 holds (C = 64 0.53-0.60x -> 0.73-0.79x, C = 256
 /// 0.68-0.76x -> 0.85x), or are packed by `tiles.rs`.
-pub(crate) const ROWS_PER_SET: usize = 16;
+const ROWS_PER_SET: usize = 16;
 
 /// Elements ahead of the current column that each source row is
 /// prefetched, every 16 columns (256 bytes: level with none or 128 at C
