@@ -327,6 +327,16 @@ fn run(mib: usize) {
         t.row(streaming[3], &mut base, Limit::Write, 0.9, &mut || a.fill(0.0).unwrap());
         t.row(streaming[4], &mut base, Limit::CopyTimes(1.5), 0.9, &mut || a.add(&b).unwrap());
     }
+    // Element-wise ops in place: each reads and writes every byte once, as
+    // a copy does.
+    let in_place = ["scale (in place)", "add to itself (a += a)"];
+    if t.wants(&in_place) {
+        // Zeros, so every call sees the same values (0 + 0 costs what any
+        // finite sum does).
+        let a = f32_blob(&e, &[bytes / 4], 0.0);
+        t.row(in_place[0], &mut base, Limit::Copy, 0.9, &mut || a.scale(1.0).unwrap());
+        t.row(in_place[1], &mut base, Limit::Copy, 0.9, &mut || a.add(&a).unwrap());
+    }
     // Integer scale in place (it reads and writes every byte once, as a
     // copy does): int64 values that float64 holds, and values past 2^53
     // (the exact product).

@@ -1485,3 +1485,96 @@ fn integer_scale_of_every_8_bit_value() {
     all::<i8>();
     all::<u8>();
 }
+
+/// A splitmix64 stream: the bulk values of the large in-place tests, drawn
+/// from one proptest seed (a vector of a million elements would be slow to
+/// generate and to shrink).
+fn splitmix(seed: u64, n: usize) -> Vec<u64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE5_E9B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        })
+        .collect()
+}
+
+/// A dense view of `vals` starting `skip` elements into its blob, so that
+/// the threads' tasks and the prefetched pieces start off any alignment.
+fn skewed<T: Element>(vals: &[T], skip: usize) -> (Blob, Blob) {
+    let mut all = vec![vals[0]; skip];
+    all.extend_from_slice(vals);
+    let b = Blob::from_slice(&common::engine(), &[all.len()], &all).unwrap();
+    let key = [blobcore::Index::Range { start: Some(skip as i64), stop: None, step: None }];
+    let v = b.index(&key).unwrap();
+    assert!(v.is_dense());
+    (b, v)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 10, rng_seed: proptest::test_runner::RngSeed::Fixed(78), ..ProptestConfig::default() })]
+
+    /// In-place `scale`, `a += a` and `a += b` on blobs past the parallel
+    /// threshold (the path that splits them into tasks and prefetched
+    /// pieces), starting at any element: every element is the scalar rule
+    /// (the division oracle for int64, IEEE arithmetic for f32), and the
+    /// elements before the view are untouched. int64 values come in runs
+    /// of random length that float64 holds or does not, so the vector
+    /// path and its element-by-element fallback meet inside pieces.
+    #[test]
+    fn large_in_place_ops_match_the_scalar_rule(
+        seed in any::<u64>(),
+        len in (1usize << 17)..(3 << 17),
+        skip in 0usize..9,
+        factor in prop::sample::select(vec![1.0, -1.0, 0.5, 3.0, -0.75, 1.0 / 3.0, 1e-3]),
+    ) {
+        let bits = splitmix(seed, len);
+        // int64: runs of 1 to 300 elements, small or past 2^53.
+        let mut big = false;
+        let mut left = 0u64;
+        let vals: Vec<i64> = bits
+            .iter()
+            .map(|&r| {
+                if left == 0 {
+                    big = r & 1 == 1;
+                    left = 1 + (r >> 1) % 300;
+                }
+                left -= 1;
+                if big { r as i64 } else { (r as i64) >> 14 }
+            })
+            .collect();
+        let (b, v) = skewed(&vals, skip);
+        v.scale(factor).unwrap();
+        let got = b.to_vec::<i64>().unwrap();
+        prop_assert!(got[..skip].iter().all(|&g| g == vals[0]));
+        for (x, g) in vals.iter().zip(&got[skip..]) {
+            prop_assert_eq!(*g as i128, scaled_by_division(*x as i128, factor, i64::MIN as i128, i64::MAX as i128), "{} x {:e}", x, factor);
+        }
+        // f32: any finite value of moderate size.
+        let xs: Vec<f32> = bits.iter().map(|&r| ((r >> 40) as f32 - (1u64 << 23) as f32) / 1024.0).collect();
+        let ys: Vec<f32> = bits.iter().map(|&r| (r as u32 >> 8) as f32 / 7.0).collect();
+        let (b, v) = skewed(&xs, skip);
+        v.scale(factor).unwrap();
+        let got = b.to_vec::<f32>().unwrap();
+        for (x, g) in xs.iter().zip(&got[skip..]) {
+            prop_assert_eq!(g.to_bits(), (x * factor as f32).to_bits());
+        }
+        let (b, v) = skewed(&xs, skip);
+        v.add(&v).unwrap();
+        let got = b.to_vec::<f32>().unwrap();
+        for (x, g) in xs.iter().zip(&got[skip..]) {
+            prop_assert_eq!(g.to_bits(), (x + x).to_bits());
+        }
+        let (b, v) = skewed(&xs, skip);
+        let (_, w) = skewed(&ys, (skip * 5) % 9);
+        v.add(&w).unwrap();
+        let got = b.to_vec::<f32>().unwrap();
+        prop_assert!(got[..skip].iter().all(|&g| g == xs[0]));
+        for ((x, y), g) in xs.iter().zip(&ys).zip(&got[skip..]) {
+            prop_assert_eq!(g.to_bits(), (x + y).to_bits());
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use crate::blob::Blob;
 use crate::dtype::{dispatch_arith, Arith};
 use crate::error::{err, Result};
-use crate::ops::{dst_src, gpu, par_chunks_mut, par_zip_mut, same_shape, source_for, Source};
+use crate::ops::{dst_src, gpu, par_chunks_in_place, par_zip_mut, same_shape, source_for, Source};
 
 #[derive(Clone, Copy)]
 enum BinOp {
@@ -110,7 +110,7 @@ impl Blob {
         }
         if same {
             let mut w = dst.write()?;
-            dispatch_arith!(self.dtype(), T => par_chunks_mut(w.typed_mut::<T>(), |c| op.apply_self(c)), else => ());
+            dispatch_arith!(self.dtype(), T => par_chunks_in_place(w.typed_mut::<T>(), |c| op.apply_self(c)), else => ());
             return Ok(());
         }
         let (mut w, r) = dst_src(&dst, &src, name)?;
@@ -135,7 +135,7 @@ impl Blob {
         }
         self.with_write(|w| {
             dispatch_arith!(self.dtype(), T => {
-                par_chunks_mut(w.typed_mut::<T>(), |c| T::scale_slice(c, factor));
+                par_chunks_in_place(w.typed_mut::<T>(), |c| T::scale_slice(c, factor));
             }, else => ())
         })
     }

@@ -182,14 +182,61 @@ pub(crate) fn par_chunks_mut<T: Send>(data: &mut [T], f: impl Fn(&mut [T]) + Syn
     }
 }
 
-/// Applies `f` to matching chunks of `dst` and `src` (in parallel when large).
+/// The pieces [`par_chunks_in_place`] hands its kernel, each after a hint
+/// for the piece [`PREFETCH_BYTES`] ahead. Measured on session 78's
+/// Emerald Rapids VM (1 GiB, two alternated rounds, ratios to the streamed
+/// dense copy): f32 `scale` 1.03x with no hint, 1.10-1.14x with pieces
+/// of 4 KiB, 1.17-1.18x of 2 KiB, 1.32-1.35x of 1 KiB, 1.33-1.39x of 512
+/// bytes, 1.27-1.30x of 256; int64 `scale` 0.67x, 0.67-0.70x, 0.86-0.88x,
+/// 0.98-1.01x, 1.07-1.09x, 0.98-1.05x. Larger pieces send their hints in
+/// one burst, which the line-fill buffers cannot take.
+const IN_PLACE_PIECE_BYTES: usize = 512;
+
+/// [`par_chunks_mut`] for a kernel that reads every element before it
+/// writes it back in place (`scale`, `x += x`). When large, each task goes
+/// in pieces of [`IN_PLACE_PIECE_BYTES`], and before each piece the lines
+/// [`PREFETCH_BYTES`] ahead are hinted in: the hardware prefetchers alone
+/// leave such a pass short of the memory's speed.
+pub(crate) fn par_chunks_in_place<T: Send>(data: &mut [T], f: impl Fn(&mut [T]) + Sync + Send) {
+    let es = std::mem::size_of::<T>().max(1);
+    if data.len() * es < PARALLEL_BYTES {
+        f(data);
+    } else {
+        let piece = (IN_PLACE_PIECE_BYTES / es).max(1);
+        crate::engine::pool::install(|| {
+            data.par_chunks_mut((TASK_BYTES / es).max(1)).for_each(|task| {
+                for p in task.chunks_mut(piece) {
+                    // A hint only: past the task's (or the slice's) end is
+                    // harmless, and the next task's lines are needed soon.
+                    prefetch((p.as_ptr() as *const u8).wrapping_add(PREFETCH_BYTES), IN_PLACE_PIECE_BYTES);
+                    f(p);
+                }
+            })
+        });
+    }
+}
+
+/// Applies `f` to matching chunks of `dst` and `src` (in parallel when
+/// large), for a kernel that reads both and writes `dst` (`a += b`). When
+/// large, in the pieces of [`par_chunks_in_place`], the lines of both
+/// [`PREFETCH_BYTES`] ahead hinted in before each: `add (a += b)` of 1 GiB
+/// took 75-77 ms without and 67-68 ms with them (session 78's VM).
 pub(crate) fn par_zip_mut<T: Send + Sync>(dst: &mut [T], src: &[T], f: impl Fn(&mut [T], &[T]) + Sync + Send) {
     let es = std::mem::size_of::<T>().max(1);
     if dst.len() * es < PARALLEL_BYTES {
         f(dst, src);
     } else {
-        let n = (TASK_BYTES / es).max(1);
-        crate::engine::pool::install(|| dst.par_chunks_mut(n).zip(src.par_chunks(n)).for_each(|(d, s)| f(d, s)));
+        let (n, piece) = ((TASK_BYTES / es).max(1), (IN_PLACE_PIECE_BYTES / es).max(1));
+        crate::engine::pool::install(|| {
+            dst.par_chunks_mut(n).zip(src.par_chunks(n)).for_each(|(d, s)| {
+                for (p, q) in d.chunks_mut(piece).zip(s.chunks(piece)) {
+                    // Hints only: past either slice's end is harmless.
+                    prefetch((p.as_ptr() as *const u8).wrapping_add(PREFETCH_BYTES), IN_PLACE_PIECE_BYTES);
+                    prefetch((q.as_ptr() as *const u8).wrapping_add(PREFETCH_BYTES), IN_PLACE_PIECE_BYTES);
+                    f(p, q);
+                }
+            })
+        });
     }
 }
 
