@@ -10,6 +10,8 @@
 //!   1.3x short of the memory's speed, which made a weak yardstick);
 //! - `fill` against a write-only pass (`memset` on all cores);
 //! - `add` against the copy (it moves 3 bytes per byte where a copy moves 2).
+//! - `scale` and `a += a` in place (f32), and int64 `scale`, against the
+//!   copy: each reads and writes every byte once, as a copy does.
 //!
 //! `x ours` is the ratio to blobcore's own dense `copy_from` of the same
 //! bytes, which streams its stores (no read for ownership) and prefetches
