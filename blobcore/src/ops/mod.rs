@@ -185,7 +185,7 @@ pub(crate) fn par_chunks_mut<T: Send>(data: &mut [T], f: impl Fn(&mut [T]) + Syn
 /// The pieces [`par_chunks_in_place`] hands its kernel, each after a hint
 /// for the piece [`PREFETCH_BYTES`] ahead. Measured on session 78's
 /// Emerald Rapids VM (1 GiB, two alternated rounds, ratios to the streamed
-/// dense copy): f32 `scale` 1.03x with no hint, 1.10-1.14x with pieces
+/// dense copy): f32 `scale` 1.01-1.05x with no hint, 1.10-1.14x with pieces
 /// of 4 KiB, 1.17-1.18x of 2 KiB, 1.32-1.35x of 1 KiB, 1.33-1.39x of 512
 /// bytes, 1.27-1.30x of 256; int64 `scale` 0.67x, 0.67-0.70x, 0.86-0.88x,
 /// 0.98-1.01x, 1.07-1.09x, 0.98-1.05x. Larger pieces send their hints in
