@@ -24,9 +24,45 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// A tensor: dtype + shape over shared, lazily allocated storage.
-#[derive(Clone)]
 pub struct Blob {
-    pub(crate) inner: triomphe::Arc<BlobInner>,
+    /// Released by `Drop for Blob` (below), never by its own drop.
+    pub(crate) inner: std::mem::ManuallyDrop<triomphe::Arc<BlobInner>>,
+}
+
+impl Clone for Blob {
+    #[inline]
+    fn clone(&self) -> Blob {
+        Blob { inner: std::mem::ManuallyDrop::new(triomphe::Arc::clone(&self.inner)) }
+    }
+}
+
+impl Drop for Blob {
+    /// The last handle frees the record after one plain load of its count
+    /// instead of a locked decrement: a temporary view or small blob is
+    /// nearly always the only handle to its record when it goes.
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken once, here, and not touched after.
+        let inner = unsafe { std::mem::ManuallyDrop::take(&mut self.inner) };
+        match triomphe::Arc::try_unique(inner) {
+            Ok(unique) => {
+                let raw = triomphe::Arc::into_raw(unique.shareable()) as *mut BlobInner;
+                // SAFETY: this was the record's only handle (`try_unique`),
+                // so nothing else can reach it: it is dropped in place
+                // once, then its allocation freed as a record of
+                // `ManuallyDrop<BlobInner>` (the same layout), which drops
+                // nothing.
+                unsafe {
+                    std::ptr::drop_in_place(raw);
+                    let husk = triomphe::Arc::from_raw(raw as *const std::mem::ManuallyDrop<BlobInner>);
+                    if let Ok(husk) = triomphe::Arc::try_unique(husk) {
+                        let _ = triomphe::UniqueArc::into_inner(husk);
+                    }
+                }
+            }
+            Err(shared) => drop(shared),
+        }
+    }
 }
 
 pub(crate) struct BlobInner {
@@ -485,7 +521,7 @@ impl Blob {
     #[inline(always)]
     fn from_parts(engine: &Engine, dtype: DType, state: State, companion: bool) -> Blob {
         Blob {
-            inner: triomphe::Arc::new(BlobInner {
+            inner: std::mem::ManuallyDrop::new(triomphe::Arc::new(BlobInner {
                 bytes_hint: AtomicUsize::new(state.shape.count() * dtype.size()),
                 rank: AtomicU8::new(state.shape.rank() as u8),
                 generation: AtomicU64::new(0),
@@ -495,7 +531,7 @@ impl Blob {
                 buffers: Mutex::new(Vec::new()),
                 diff: Mutex::new(None),
                 companion,
-            }),
+            })),
         }
     }
 
@@ -527,7 +563,7 @@ impl Blob {
             companion,
         });
         // SAFETY: `write` just initialised the whole value.
-        Blob { inner: unsafe { triomphe::UniqueArc::assume_init(slot) }.shareable() }
+        Blob { inner: std::mem::ManuallyDrop::new(unsafe { triomphe::UniqueArc::assume_init(slot) }.shareable()) }
     }
 
     fn new_impl(engine: &Engine, dtype: DType, shape: Shape, companion: bool) -> Result<Blob> {
