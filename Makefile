@@ -216,7 +216,7 @@ $(NEOML_VENV)/.ready: python/requirements-neoml.txt
 wheel: $(VENV)/.ready $(if $(filter 1,$(FLOOR)),$(ZIG))
 	@$(DEPS) build python
 	rm -f $(WHEELS)/blobcore-*.whl
-	$(TOOLS_PATH) CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/wheel $(VENV)/bin/maturin build --quiet --release $(WHEEL_FLAGS) -m python/Cargo.toml -o $(WHEELS)
+	$(TOOLS_PATH) CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/wheel $(VENV)/bin/maturin build --quiet --profile wheel $(WHEEL_FLAGS) -m python/Cargo.toml -o $(WHEELS)
 	$(VENV)/bin/pip install -q --force-reinstall --no-deps $(WHEELS)/blobcore-*.whl
 
 # The wheel's platform tag (auditwheel) and its glibc floor (objdump).
