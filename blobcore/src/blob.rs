@@ -40,27 +40,44 @@ impl Drop for Blob {
     /// The last handle frees the record after one plain load of its count
     /// instead of a locked decrement: a temporary view or small blob is
     /// nearly always the only handle to its record when it goes.
+    ///
+    /// A view's parent is let go by this loop after the view's record,
+    /// not from inside it: a chain of views (`x = x[:]` a million times)
+    /// is freed in constant stack, where a recursive drop overflowed it.
     #[inline]
     fn drop(&mut self) {
         // SAFETY: `inner` is taken once, here, and not touched after.
-        let inner = unsafe { std::mem::ManuallyDrop::take(&mut self.inner) };
-        match triomphe::Arc::try_unique(inner) {
-            Ok(unique) => {
-                let raw = triomphe::Arc::into_raw(unique.shareable()) as *mut BlobInner;
-                // SAFETY: this was the record's only handle (`try_unique`),
-                // so nothing else can reach it: it is dropped in place
-                // once, then its allocation freed as a record of
-                // `ManuallyDrop<BlobInner>` (the same layout), which drops
-                // nothing.
-                unsafe {
-                    std::ptr::drop_in_place(raw);
-                    let husk = triomphe::Arc::from_raw(raw as *const std::mem::ManuallyDrop<BlobInner>);
-                    if let Ok(husk) = triomphe::Arc::try_unique(husk) {
-                        let _ = triomphe::UniqueArc::into_inner(husk);
+        let mut inner = unsafe { std::mem::ManuallyDrop::take(&mut self.inner) };
+        loop {
+            match triomphe::Arc::try_unique(inner) {
+                Ok(mut unique) => {
+                    let state = unique.state.get_mut().unwrap_or_else(|e| e.into_inner());
+                    let parent = state.view.as_mut().and_then(|v| v.parent.take());
+                    let raw = triomphe::Arc::into_raw(unique.shareable()) as *mut BlobInner;
+                    // SAFETY: this was the record's only handle (`try_unique`),
+                    // so nothing else can reach it: it is dropped in place
+                    // once, then its allocation freed as a record of
+                    // `ManuallyDrop<BlobInner>` (the same layout), which drops
+                    // nothing.
+                    unsafe {
+                        std::ptr::drop_in_place(raw);
+                        let husk = triomphe::Arc::from_raw(raw as *const std::mem::ManuallyDrop<BlobInner>);
+                        if let Ok(husk) = triomphe::Arc::try_unique(husk) {
+                            let _ = triomphe::UniqueArc::into_inner(husk);
+                        }
+                    }
+                    match parent {
+                        Some(p) => {
+                            let mut p = std::mem::ManuallyDrop::new(p);
+                            // SAFETY: `p` is never dropped (ManuallyDrop), so
+                            // its handle is taken out exactly once, here.
+                            inner = unsafe { std::mem::ManuallyDrop::take(&mut p.inner) };
+                        }
+                        None => return,
                     }
                 }
+                Err(shared) => return drop(shared),
             }
-            Err(shared) => drop(shared),
         }
     }
 }
@@ -140,7 +157,10 @@ impl State {
 }
 
 pub(crate) struct View {
-    pub(crate) parent: Blob,
+    /// The blob this view was made from, kept alive by the view. Always
+    /// `Some` while the view lives: `Drop for Blob` takes it out, to free
+    /// a chain of views in a loop rather than by recursion.
+    pub(crate) parent: Option<Blob>,
     pub(crate) kind: ViewKind,
 }
 

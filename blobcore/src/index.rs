@@ -273,7 +273,7 @@ impl Blob {
             shape,
             storage: Arc::clone(&st.storage),
             offset: if count == 0 { st.offset } else { offset },
-            view: Some(View { parent: self.clone(), kind }),
+            view: Some(View { parent: Some(self.clone()), kind }),
             placement,
         };
         Ok(self.derived(state))
@@ -383,7 +383,7 @@ impl Blob {
         if count > 0 && (offset + desc.span()?) * self.dtype().size() > st.storage.len() {
             return Err(err!(Internal, "blocked view exceeds the storage"));
         }
-        let state = State { capacity: count, shape, storage: Arc::clone(&st.storage), offset, view: Some(View { parent: self.clone(), kind }), placement: Placement::Desc(Box::new(desc)) };
+        let state = State { capacity: count, shape, storage: Arc::clone(&st.storage), offset, view: Some(View { parent: Some(self.clone()), kind }), placement: Placement::Desc(Box::new(desc)) };
         Ok(self.derived(state))
     }
 
@@ -443,7 +443,7 @@ impl Blob {
             offset: st.offset + offset,
             shape,
             storage: Arc::clone(&st.storage),
-            view: Some(View { parent: self.clone(), kind: ViewKind::Indexed }),
+            view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
             placement: Placement::Dense,
         };
         Some(Ok(self.derived(state)))
@@ -565,7 +565,7 @@ impl Blob {
                 shape,
                 storage: Arc::clone(&st.storage),
                 offset,
-                view: Some(View { parent: self.clone(), kind: ViewKind::Indexed }),
+                view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
                 placement,
             };
             return Ok(self.derived(state));

@@ -56,7 +56,7 @@ impl Blob {
             shape: Shape::new(&[len])?,
             storage: Arc::clone(&st.storage),
             offset,
-            view: Some(View { parent: self.clone(), kind: ViewKind::Indexed }),
+            view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
             placement: Placement::Dense,
         };
         Ok(self.derived(state))

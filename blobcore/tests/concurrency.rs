@@ -153,9 +153,9 @@ fn dropping_views_and_blobs_from_many_threads_frees_once() {
 
 /// The last handle of a blob record frees it, and only it (a handle
 /// that finds itself alone frees the record without a locked decrement):
-/// clones of one record, views, views of views and clones of those,
-/// dropped from eight threads at once in a fixed-seed shuffled order,
-/// over 200 rounds. The wrapped memory's release runs exactly once per
+/// clones of one record, views (indexed, windows, slices), views of views
+/// and clones of those, dropped from eight threads at once in a
+/// fixed-seed shuffled order, over 200 rounds. The wrapped memory's release runs exactly once per
 /// round, only after the last handle, whichever thread drops it.
 #[test]
 fn the_last_handle_of_each_record_frees_it_once_from_any_thread() {
@@ -180,10 +180,12 @@ fn the_last_handle_of_each_record_frees_it_once_from_any_thread() {
         let mut handles = vec![root.clone(), root.clone()];
         for k in 0..(4 + next() % 12) {
             let from = &handles[next() % handles.len()];
-            let made = match k % 4 {
+            let made = match k % 6 {
                 0 => from.clone(),
                 1 => from.index(&[blobcore::Index::At(0)]).or_else(|_| Ok::<_, blobcore::Error>(from.clone())).unwrap(),
                 2 => from.reversed_view().unwrap(),
+                3 => from.window(1).or_else(|_| Ok::<_, blobcore::Error>(from.clone())).unwrap(),
+                4 => from.slice(&[]).unwrap(),
                 _ => from.permuted_view(&(0..from.rank()).rev().collect::<Vec<_>>()).unwrap(),
             };
             handles.push(made);

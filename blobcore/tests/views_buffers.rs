@@ -434,3 +434,56 @@ fn busy_rule_holds_on_both_sides_of_the_small_blob_fast_path() {
         assert_eq!(b.asum().unwrap(), 3.0 * n as f64);
     }
 }
+
+/// A chain of a million views (`x = x[:]`, windows of windows, slices,
+/// transposes: each view keeps the one it was made from) is freed in
+/// constant stack: on a thread with a 256 KiB stack, where freeing the
+/// chain recursively (about 150 bytes of stack per view) overflowed it.
+/// Handles kept along the chain keep their part alive; the wrapped
+/// memory is released once, after the last handle.
+#[test]
+fn a_chain_of_a_million_views_is_freed_without_recursion() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let run = || {
+        let e = common::engine();
+        let mut data: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let ptr = std::ptr::NonNull::new(data.as_mut_ptr() as *mut u8).unwrap();
+        // SAFETY: `data` outlives every handle (all are dropped below,
+        // before it), and the handles only read it.
+        let root = unsafe {
+            Blob::wrap(&e, DType::F32, blobcore::Shape::new(&[2, 3, 4]).unwrap(), ptr, 96, Some(Box::new(|| {
+                RELEASED.fetch_add(1, Ordering::SeqCst);
+            })))
+        }
+        .unwrap();
+        let all = blobcore::Index::Range { start: None, stop: None, step: None };
+        let mut x = root;
+        let mut kept = Vec::new();
+        for i in 0..1_000_000u32 {
+            x = match i % 5 {
+                0 | 1 => x.index(&[all]).unwrap(),
+                2 => x.window(2).unwrap(),
+                3 => x.slice(&[]).unwrap(),
+                _ => x.permuted_view(&[0, 1, 2]).unwrap(),
+            };
+            if i % 250_000 == 7 {
+                kept.push(x.clone());
+            }
+        }
+        assert_eq!(x.to_vec::<f32>().unwrap(), data);
+        let owner = x.owner();
+        assert_eq!(owner.parent().map(|p| p.dims()), None);
+        drop(owner);
+        drop(x);
+        // The kept handles still read the memory, and their own chains.
+        for k in &kept {
+            assert_eq!(k.to_vec::<f32>().unwrap(), data);
+            assert!(k.parent().is_some());
+        }
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 0, "the kept views hold the memory");
+        drop(kept);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), 1, "the memory is released once, after the last handle");
+        drop(data);
+    };
+    std::thread::Builder::new().stack_size(256 << 10).spawn(run).unwrap().join().expect("no overflow, no panic");
+}

@@ -238,3 +238,32 @@ def test_read_only_blobs_refuse_every_write():
     assert ro[0, 0] == 0
     assert b.asum() == 15.0
     assert b.copy().writeable
+
+
+def test_a_chain_of_a_million_views_is_freed():
+    """`x = x[:]` a million times, then `del x`: each view keeps the one it
+    was made from, and the chain is freed in a loop (freeing it by
+    recursion overflowed the stack and killed the interpreter). Views of
+    several kinds join the chain; a view kept from its middle still reads
+    the data, and the NumPy array lent to it is let go once all are gone."""
+    import gc
+    import weakref
+
+    base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    gone = weakref.ref(base)
+    x = bc.Blob.from_numpy(base, copy=False)
+    want = np.asarray(x).copy()
+    del base
+    kept = None
+    for i in range(1_000_000):
+        x = (x[:], x.window(2), x.T.T, x[..., :])[i % 4]
+        if i == 500_000:
+            kept = x
+    assert np.array_equal(np.asarray(x), want)
+    assert x.owner.parent is None
+    del x
+    gc.collect()
+    assert gone() is not None and np.array_equal(np.asarray(kept), want)
+    del kept
+    gc.collect()
+    assert gone() is None
