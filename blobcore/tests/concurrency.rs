@@ -155,8 +155,9 @@ fn dropping_views_and_blobs_from_many_threads_frees_once() {
 /// that finds itself alone frees the record without a locked decrement):
 /// clones of one record, views (indexed, windows, slices), views of views
 /// and clones of those, dropped from eight threads at once in a
-/// fixed-seed shuffled order, over 200 rounds. The wrapped memory's release runs exactly once per
-/// round, only after the last handle, whichever thread drops it.
+/// fixed-seed shuffled order, over 200 rounds. The wrapped memory's
+/// release runs exactly once per round, only after the last handle,
+/// whichever thread drops it.
 #[test]
 fn the_last_handle_of_each_record_frees_it_once_from_any_thread() {
     static RELEASED: AtomicUsize = AtomicUsize::new(0);
