@@ -841,18 +841,7 @@ fn returned_intact(engine: &Engine, e: &Export, t: &DLTensor, read_only: bool) -
 /// cannot (another GPU, a read-only tensor over a writable storage, bytes
 /// outside the storage or off the element grid).
 fn shared_offset(engine: &Engine, e: &Export, ptr: usize, byte_len: usize, es: usize, read_only: bool) -> Option<usize> {
-    let storage = e.storage();
-    let same_gpu = match (storage.gpu(), engine.gpu_device()) {
-        (None, None) => true,
-        (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
-        _ => false,
-    };
-    if !same_gpu || (read_only && storage.is_writable()) {
-        return None;
-    }
-    let base = if e.device().0 == DL_CUDA { storage.cuda_addr()? } else { storage.host_addr()? };
-    let start = ptr.checked_sub(base)?;
-    (start.is_multiple_of(es) && start.checked_add(byte_len)? <= storage.len()).then_some(start / es)
+    crate::lent_back::offset_in(e.storage(), engine, e.device().0 == DL_CUDA, ptr, byte_len, es, read_only)
 }
 
 /// A dense blob of `shape` on `storage` from element `offset`, sharing

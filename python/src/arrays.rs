@@ -159,11 +159,52 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     let shape = core(Shape::new(&buf.shape()))?;
     let (len, read_only) = (buf.len(), buf.readonly());
     let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
+    // A blob's own memory coming back (`np.asarray(x)`): a blob on its
+    // storage, holding nothing of NumPy's (see blobcore::lent_back).
+    if let Some(b) = returned(&array, engine, dtype, &shape, ptr, len, read_only)? {
+        return Ok(b);
+    }
     let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
     // SAFETY: the exporter keeps `len` bytes at `ptr` valid (and writable
     // unless it said read-only) while we hold its buffer, which `release`
     // gives back after the last user.
     core(unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, len, Some(release), read_only) })
+}
+
+/// A blob on the storage of the blob whose memory `array` is, when its
+/// `base` chain (arrays over arrays, as NumPy's views and `.view(dtype)`
+/// make them) ends in a memoryview of a `bc.Blob` (`np.asarray(x)`) or of
+/// the holder of a blob's export (`x.numpy()`, bfloat16 and float8
+/// arrays). The chain is a hint only: the core shares nothing unless the
+/// bytes lie in that storage.
+fn returned(array: &Bound<'_, PyAny>, engine: &Engine, dtype: DType, shape: &Shape, ptr: NonNull<u8>, len: usize, read_only: bool) -> PyResult<Option<Blob>> {
+    let py = array.py();
+    let mut obj = array.clone();
+    // NumPy collapses chains of views, so a few steps reach the end.
+    for _ in 0..16 {
+        if let Ok(b) = obj.cast::<PyBlob>() {
+            return Ok(b.get().b.share_returned(engine, dtype, shape.clone(), ptr, len, read_only));
+        }
+        if let Ok(h) = obj.cast::<Held>() {
+            return Ok(h.get().export().share_returned(engine, dtype, shape.clone(), ptr, len, read_only));
+        }
+        let next = if is_ndarray(py, &obj)? {
+            obj.getattr(pyo3::intern!(py, "base"))?
+        } else if obj.is_instance_of::<pyo3::types::PyMemoryView>() {
+            // A released memoryview raises: nothing to find there.
+            match obj.getattr(pyo3::intern!(py, "obj")) {
+                Ok(o) => o,
+                Err(_) => return Ok(None),
+            }
+        } else {
+            return Ok(None);
+        };
+        if next.is_none() {
+            return Ok(None);
+        }
+        obj = next;
+    }
+    Ok(None)
 }
 
 /// `numpy.asarray(array, dtype=d)` (ml_dtypes' types for bfloat16 and

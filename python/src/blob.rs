@@ -224,7 +224,10 @@ impl PyBlob {
     /// A blob from a NumPy array (or anything with the buffer protocol).
     /// ``copy=True`` copies (any layout; array-likes are converted by
     /// NumPy); ``copy=False`` shares the array's memory and keeps the array
-    /// alive — it must be C-contiguous, writable and aligned.
+    /// alive — it must be C-contiguous and aligned (read-only arrays give
+    /// read-only blobs). An array over a blob's own memory
+    /// (``np.asarray(x)`` and NumPy's views of it) gives a blob on that
+    /// blob's storage, as a view of it would be, holding nothing of NumPy's.
     ///
     /// ``dtype`` (Serrano's typed construction) converts as
     /// ``numpy.asarray(array, dtype)`` does, so a nested list becomes a

@@ -46,6 +46,11 @@ pub struct Held {
 }
 
 impl Held {
+    /// The export whose memory this holder lends.
+    pub fn export(&self) -> &Export {
+        &self.export
+    }
+
     /// An ndarray over `export` (read-only when asked, or when the blob is).
     pub fn array(py: Python<'_>, export: Export, readonly: bool) -> PyResult<Bound<'_, PyAny>> {
         let held = Bound::new(py, Held { export, readonly, raw: false })?;

@@ -4,8 +4,10 @@ that reach the same memory through NumPy, DLPack, pickle buffers and
 `from_numpy(copy=False)`. Hypothesis runs derandomized (fixed seeds), so a
 failure reproduces; every 16-bit pattern is checked exhaustively."""
 
+import gc
 import pickle
 import warnings
+import weakref
 from fractions import Fraction
 
 import ml_dtypes
@@ -93,6 +95,9 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
         nan = np.isnan(g) & np.isnan(w) & (np.signbit(g) == np.signbit(w))
         bits = got.view(f"u{got.dtype.itemsize}") == want.view(f"u{want.dtype.itemsize}")
         return bool(np.all(bits | nan))
+    if got.dtype.kind == "V":  # ml_dtypes' float8: the patterns, NaNs included
+        u = f"u{got.dtype.itemsize}"
+        return bool(np.array_equal(got.view(u), want.view(u)))
     return bool(np.array_equal(got, want))
 
 
@@ -1210,3 +1215,57 @@ def test_data_at_and_diff_at_by_index_are_numpys_element(dims, index, kind, dtyp
     else:
         assert b.data_at(index) == float(want)
         assert b.diff_at(index) == float(want_diff)
+
+
+@SETTINGS
+@given(
+    dims=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+    dtype=st.sampled_from(EVERY_DTYPE),
+    cut=st.tuples(st.integers(0, 6), st.integers(0, 6)),
+    how=st.sampled_from(["asarray", "view-of-view", "read-only", "reshaped", "other-blob"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_blobs_memory_coming_back_through_numpy_is_its_storage(dims, dtype, cut, how, seed):
+    # `from_numpy(arr, copy=False)` of NumPy's arrays over a blob's buffer
+    # (leading-axis slices, views of views, reshapes, read-only, another
+    # blob's memory): the blob reads NumPy's values to the bit, shares its
+    # memory both ways with the blob it came from (and none with another's),
+    # and holds NumPy's array only where it cannot be put on the lending
+    # blob's storage (a read-only array over writable memory).
+    raw = np.random.default_rng(seed).integers(0, 256, int(np.prod(dims)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    x = bc.Blob.from_numpy(raw.view(dtype).reshape(dims))
+    lo, hi = sorted((min(cut[0], dims[0]), min(cut[1], dims[0])))
+    a = np.asarray(x)
+    if a.dtype != np.dtype(dtype):  # ml_dtypes' arrays come as copies: nothing to share
+        assert how and same_bits(a, raw.view(dtype).reshape(dims))
+        return
+    if how == "view-of-view":
+        a = a[lo:][: hi - lo]
+    elif how == "reshaped":
+        a = a.reshape(-1)[lo : hi + 1]
+    elif how == "other-blob":
+        a = np.asarray(bc.Blob.from_numpy(a))  # a copy's memory: not x's
+    else:
+        a = a[lo:hi]
+    if how == "read-only":
+        a.flags.writeable = False
+    want = a.copy()
+    lent = a  # the memoryview of a blob's buffer under NumPy's views
+    while isinstance(lent, np.ndarray):
+        lent = lent.base
+    assert isinstance(lent, memoryview)
+    gone = weakref.ref(lent)
+    y = bc.Blob.from_numpy(a, copy=False)
+    assert same_bits(np.asarray(y), want) and y.shape == want.shape
+    del a, lent
+    gc.collect()
+    assert (gone() is not None) == (how == "read-only")
+    assert y.writeable == (how != "read-only")
+    assert x.may_share_memory(y) == (how != "other-blob" and want.size > 0)
+    if how not in ("read-only", "other-blob") and want.size:
+        y.fill(1)
+        ones = np.ones_like(want)
+        assert same_bits(np.asarray(y), ones)
+        back = np.asarray(x)
+        got = back[lo:hi] if how in ("asarray", "view-of-view") else back.reshape(-1)[lo : hi + 1]
+        assert same_bits(got, ones)

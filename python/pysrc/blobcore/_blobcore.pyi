@@ -158,7 +158,17 @@ class Blob:
     @staticmethod
     def matrix(height: int, width: int, dtype: DTypeLike = None, engine: Engine | None = None) -> Blob: ...
     @staticmethod
-    def from_numpy(array: npt.ArrayLike, copy: bool = True, engine: Engine | None = None, dtype: DTypeLike = None) -> Blob: ...
+    def from_numpy(array: npt.ArrayLike, copy: bool = True, engine: Engine | None = None, dtype: DTypeLike = None) -> Blob:
+        """A blob from a NumPy array (or anything with the buffer protocol).
+        ``copy=True`` copies (any layout; array-likes are converted by
+        NumPy); ``copy=False`` shares the array's memory and keeps the array
+        alive — it must be C-contiguous and aligned (read-only arrays give
+        read-only blobs). An array over a blob's own memory
+        (``np.asarray(x)`` and NumPy's views of it) gives a blob on that
+        blob's storage, as a view of it would be, holding nothing of NumPy's.
+
+        ``dtype`` converts as ``numpy.asarray(array, dtype)`` does; with
+        ``copy=False`` the array must already have it."""
     @staticmethod
     def full(dims: Sequence[int], value: ScalarLike, dtype: DTypeLike = None, engine: Engine | None = None) -> Blob:
         """``numpy.full``: ``value`` converted as ``ndarray.fill`` converts it
