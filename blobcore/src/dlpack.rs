@@ -314,17 +314,34 @@ fn own_export(owner: &Owner) -> Option<&Export> {
     // start of an `Exported` of it (the deleter is set nowhere else).
     unsafe {
         match *owner {
-            Owner::Versioned(m) => {
-                let d = m.as_ref().deleter?;
-                std::ptr::fn_addr_eq(d, delete_versioned as unsafe extern "C" fn(_))
-                    .then(|| &(*(m.as_ptr() as *const Exported<DLManagedTensorVersioned>)).export)
-            }
+            Owner::Versioned(m) => export_inside(m),
             Owner::Legacy(m) => {
                 let d = m.as_ref().deleter?;
                 std::ptr::fn_addr_eq(d, delete_legacy as unsafe extern "C" fn(_))
                     .then(|| &(*(m.as_ptr() as *const Exported<DLManagedTensor>)).export)
             }
         }
+    }
+}
+
+/// The export inside a DLPack 1.x managed tensor when blobcore made it
+/// (its deleter is blobcore's), read in place: nothing is taken over or
+/// freed. For bindings that find, behind another library's object, a
+/// tensor that library imported from blobcore (NumPy's `from_dlpack`
+/// keeps it as its array's base), to put a blob on the same storage
+/// ([`Export::share_returned`]). `None` for anyone else's tensor.
+///
+/// # Safety
+/// `m` points to a live managed tensor, which stays alive (its deleter
+/// not called) while the returned reference is used.
+pub unsafe fn export_inside<'a>(m: NonNull<DLManagedTensorVersioned>) -> Option<&'a Export> {
+    // SAFETY: the caller's promise; a tensor whose deleter is ours was made
+    // by `exported`, so it is the start of an `Exported` of that struct
+    // (the deleter is set nowhere else).
+    unsafe {
+        let d = m.as_ref().deleter?;
+        std::ptr::fn_addr_eq(d, delete_versioned as unsafe extern "C" fn(_))
+            .then(|| &(*(m.as_ptr() as *const Exported<DLManagedTensorVersioned>)).export)
     }
 }
 

@@ -161,8 +161,10 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
     // A blob's own memory coming back (`np.asarray(x)`): a blob on its
     // storage, holding nothing of NumPy's (see blobcore::lent_back).
-    if let Some(b) = returned(&array, engine, dtype, &shape, ptr, len, read_only)? {
-        return Ok(b);
+    if let Some(end) = lender(&array)? {
+        if let Some(b) = share_lent(&end, engine, dtype, &shape, ptr, len, read_only) {
+            return Ok(b);
+        }
     }
     let release: blobcore::ReleaseFn = Box::new(move || drop(buf));
     // SAFETY: the exporter keeps `len` bytes at `ptr` valid (and writable
@@ -171,23 +173,18 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     core(unsafe { Blob::wrap_lent(engine, dtype, shape, ptr, len, Some(release), read_only) })
 }
 
-/// A blob on the storage of the blob whose memory `array` is, when its
-/// `base` chain (arrays over arrays, as NumPy's views and `.view(dtype)`
-/// make them) ends in a memoryview of a `bc.Blob` (`np.asarray(x)`) or of
-/// the holder of a blob's export (`x.numpy()`, bfloat16 and float8
-/// arrays). The chain is a hint only: the core shares nothing unless the
-/// bytes lie in that storage.
-fn returned(array: &Bound<'_, PyAny>, engine: &Engine, dtype: DType, shape: &Shape, ptr: NonNull<u8>, len: usize, read_only: bool) -> PyResult<Option<Blob>> {
+/// The object at the end of `array`'s `base` chain (arrays over arrays,
+/// as NumPy's views and `.view(dtype)` make them) when it may lend a
+/// blob's memory: a `bc.Blob` or the holder of a blob's export (`_Held`:
+/// `x.numpy()`, bfloat16 and float8 arrays) behind a memoryview
+/// (`np.asarray(x)`), or NumPy's capsule of a DLPack tensor blobcore made
+/// (`np.from_dlpack(x)`). A hint only: [`share_lent`] shares nothing
+/// unless the bytes lie in that blob's storage.
+fn lender<'py>(array: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = array.py();
     let mut obj = array.clone();
     // NumPy collapses chains of views, so a few steps reach the end.
     for _ in 0..16 {
-        if let Ok(b) = obj.cast::<PyBlob>() {
-            return Ok(b.get().b.share_returned(engine, dtype, shape.clone(), ptr, len, read_only));
-        }
-        if let Ok(h) = obj.cast::<Held>() {
-            return Ok(h.get().export().share_returned(engine, dtype, shape.clone(), ptr, len, read_only));
-        }
         let next = if is_ndarray(py, &obj)? {
             obj.getattr(pyo3::intern!(py, "base"))?
         } else if obj.is_instance_of::<pyo3::types::PyMemoryView>() {
@@ -197,7 +194,8 @@ fn returned(array: &Bound<'_, PyAny>, engine: &Engine, dtype: DType, shape: &Sha
                 Err(_) => return Ok(None),
             }
         } else {
-            return Ok(None);
+            let lends = obj.cast::<PyBlob>().is_ok() || obj.cast::<Held>().is_ok() || crate::dlpack::numpy_held_export(&obj).is_some();
+            return Ok(lends.then_some(obj));
         };
         if next.is_none() {
             return Ok(None);
@@ -205,6 +203,40 @@ fn returned(array: &Bound<'_, PyAny>, engine: &Engine, dtype: DType, shape: &Sha
         obj = next;
     }
     Ok(None)
+}
+
+/// A blob on the storage that `end` (from [`lender`]) lends, over the
+/// array's bytes, when they lie in it (see `blobcore::lent_back`).
+fn share_lent(end: &Bound<'_, PyAny>, engine: &Engine, dtype: DType, shape: &Shape, ptr: NonNull<u8>, len: usize, read_only: bool) -> Option<Blob> {
+    let shape = shape.clone();
+    if let Ok(b) = end.cast::<PyBlob>() {
+        return b.get().b.share_returned(engine, dtype, shape, ptr, len, read_only);
+    }
+    if let Ok(h) = end.cast::<Held>() {
+        return h.get().export().share_returned(engine, dtype, shape, ptr, len, read_only);
+    }
+    crate::dlpack::numpy_held_export(end)?.share_returned(engine, dtype, shape, ptr, len, read_only)
+}
+
+/// For `bc.from_dlpack(a)` of an ndarray: a blob on the storage of the
+/// blob whose memory `a` is (as [`wrap_array`] gives), or `None` when it
+/// is not one (the DLPack import then runs as for any producer).
+pub fn returned_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Option<Blob>> {
+    let Some(end) = lender(array)? else { return Ok(None) };
+    let (array, ml) = carried(array)?;
+    let Ok(buf) = Foreign::get(&array, false) else { return Ok(None) };
+    if !buf.is_c_contiguous() {
+        return Ok(None);
+    }
+    let dtype = match ml {
+        Some(d) => d,
+        None => match buf.dtype() {
+            Ok(d) => d,
+            Err(_) => return Ok(None),
+        },
+    };
+    let (Ok(shape), Some(ptr)) = (Shape::new(&buf.shape()), NonNull::new(buf.ptr())) else { return Ok(None) };
+    Ok(share_lent(&end, engine, dtype, &shape, ptr, buf.len(), buf.readonly()))
 }
 
 /// `numpy.asarray(array, dtype=d)` (ml_dtypes' types for bfloat16 and

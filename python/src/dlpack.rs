@@ -17,6 +17,28 @@ static NAME_VERSIONED: &CStr = c"dltensor_versioned";
 const USED_LEGACY: &CStr = c"used_dltensor";
 const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
 
+/// What NumPy names the capsule in which its `from_dlpack` keeps the
+/// tensor it imported, as the array's base (NumPy 2).
+const NUMPY_HELD_VERSIONED: &CStr = c"numpy_dltensor_versioned";
+
+/// The blobcore export inside `obj` when `obj` is NumPy's holder of a
+/// DLPack tensor that blobcore made (`np.from_dlpack(x)`'s base), read in
+/// place; `None` for any other object.
+pub fn numpy_held_export<'a>(obj: &'a Bound<'_, PyAny>) -> Option<&'a blobcore::Export> {
+    // SAFETY: PyCapsule_IsValid accepts any object and checks the name.
+    if unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), NUMPY_HELD_VERSIONED.as_ptr()) } != 1 {
+        return None;
+    }
+    // SAFETY: a valid capsule of that name (checked above) holds NumPy's
+    // imported DLManagedTensorVersioned, alive (its deleter runs in the
+    // capsule's destructor) while `obj`, borrowed for 'a, keeps the
+    // capsule alive; `export_inside` reads it only if blobcore made it.
+    unsafe {
+        let m = std::ptr::NonNull::new(ffi::PyCapsule_GetPointer(obj.as_ptr(), NUMPY_HELD_VERSIONED.as_ptr()) as *mut DLManagedTensorVersioned)?;
+        blobcore::dlpack::export_inside(m)
+    }
+}
+
 /// The DLPack (device type, id) of the CPU.
 pub const CPU_DEVICE: (i32, i32) = (DL_CPU, 0);
 

@@ -196,7 +196,9 @@ pub fn split_objects(py: Python<'_>, blob: PyRef<'_, PyBlob>, tos: Vec<PyRef<'_,
 /// or, with a CUDA engine, "cuda" / ``(2, ordinal)``; ``engine`` places
 /// the result (a GPU engine uploads on first use; a CUDA engine takes
 /// CUDA tensors of its device without a trip through the host, passing
-/// its stream to the producer).
+/// its stream to the producer). A NumPy array over a blob's own memory
+/// (``np.asarray(x)``, ``np.from_dlpack(x)`` and their views) gives a
+/// blob on that blob's storage, as a view of it would be.
 #[pyfunction]
 #[pyo3(signature = (obj, *, device=None, copy=None, engine=None))]
 pub fn from_dlpack(obj: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>, copy: Option<bool>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
@@ -212,6 +214,13 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>, co
                 "from_dlpack: device {} is not supported (None, \"cpu\" or (1, 0); \"cuda\" or (2, ordinal) with a CUDA engine on that device)",
                 d.repr()?
             )));
+        }
+    }
+    // A blob's own memory coming back through NumPy: a blob on its
+    // storage, holding nothing of NumPy's (see blobcore::lent_back).
+    if copy != Some(true) && crate::arrays::is_ndarray(obj.py(), obj)? {
+        if let Some(b) = crate::arrays::returned_array(obj, &engine)? {
+            return Ok(PyBlob::new(b));
         }
     }
     let capsule = if obj.hasattr("__dlpack__")? {

@@ -1223,44 +1223,54 @@ def test_data_at_and_diff_at_by_index_are_numpys_element(dims, index, kind, dtyp
     dtype=st.sampled_from(EVERY_DTYPE),
     cut=st.tuples(st.integers(0, 6), st.integers(0, 6)),
     how=st.sampled_from(["asarray", "view-of-view", "read-only", "reshaped", "other-blob"]),
+    out=st.sampled_from(["asarray", "numpy", "np.from_dlpack"]),
+    back=st.sampled_from(["from_numpy", "from_dlpack"]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_a_blobs_memory_coming_back_through_numpy_is_its_storage(dims, dtype, cut, how, seed):
-    # `from_numpy(arr, copy=False)` of NumPy's arrays over a blob's buffer
-    # (leading-axis slices, views of views, reshapes, read-only, another
-    # blob's memory): the blob reads NumPy's values to the bit, shares its
-    # memory both ways with the blob it came from (and none with another's),
-    # and holds NumPy's array only where it cannot be put on the lending
-    # blob's storage (a read-only array over writable memory).
+def test_a_blobs_memory_coming_back_through_numpy_is_its_storage(dims, dtype, cut, how, out, back, seed):
+    # A blob's memory handed to NumPy (`np.asarray`, `x.numpy()`,
+    # `np.from_dlpack`), cut by NumPy (leading-axis slices, views of
+    # views, reshapes, read-only, another blob's memory) and given back
+    # (`from_numpy(copy=False)`, `bc.from_dlpack`): the blob reads NumPy's
+    # values to the bit, shares its memory both ways with the blob it
+    # came from (and none with another's), and holds NumPy's array only
+    # where it cannot be put on the lending blob's storage (a read-only
+    # array over writable memory).
+    if out == "np.from_dlpack" and np.dtype(dtype).type.__module__ == "ml_dtypes":
+        out = "asarray"  # NumPy's DLPack has no ml_dtypes
     raw = np.random.default_rng(seed).integers(0, 256, int(np.prod(dims)) * np.dtype(dtype).itemsize, dtype=np.uint8)
     x = bc.Blob.from_numpy(raw.view(dtype).reshape(dims))
     lo, hi = sorted((min(cut[0], dims[0]), min(cut[1], dims[0])))
-    a = np.asarray(x)
-    if a.dtype != np.dtype(dtype):  # ml_dtypes' arrays come as copies: nothing to share
-        assert how and same_bits(a, raw.view(dtype).reshape(dims))
-        return
+    give = {"asarray": np.asarray, "numpy": lambda b: b.numpy(), "np.from_dlpack": np.from_dlpack}[out]
+    a = give(x)
+    assert same_bits(a, raw.view(dtype).reshape(dims))
     if how == "view-of-view":
         a = a[lo:][: hi - lo]
     elif how == "reshaped":
         a = a.reshape(-1)[lo : hi + 1]
     elif how == "other-blob":
-        a = np.asarray(bc.Blob.from_numpy(a))  # a copy's memory: not x's
+        a = give(bc.Blob.from_numpy(a))  # a copy's memory: not x's
     else:
         a = a[lo:hi]
     if how == "read-only":
         a.flags.writeable = False
     want = a.copy()
-    lent = a  # the memoryview of a blob's buffer under NumPy's views
-    while isinstance(lent, np.ndarray):
-        lent = lent.base
-    assert isinstance(lent, memoryview)
-    gone = weakref.ref(lent)
-    y = bc.Blob.from_numpy(a, copy=False)
+    root = a  # the array NumPy made over the blob's memory, under its views
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    gone = weakref.ref(root)
+    if back == "from_dlpack" and how == "read-only" and np.dtype(dtype).type.__module__ == "ml_dtypes":
+        with pytest.raises(BufferError):  # NumPy's own export: it has no ml_dtypes
+            bc.from_dlpack(a)
+        return
+    y = bc.Blob.from_numpy(a, copy=False) if back == "from_numpy" else bc.from_dlpack(a)
     assert same_bits(np.asarray(y), want) and y.shape == want.shape
-    del a, lent
+    del a, root
     gc.collect()
-    assert (gone() is not None) == (how == "read-only")
-    assert y.writeable == (how != "read-only")
+    # Only a read-only array is wrapped and held (DLPack's import copies an empty one).
+    wrapped = how == "read-only" and (back == "from_numpy" or want.size > 0)
+    assert (gone() is not None) == wrapped
+    assert y.writeable == (not wrapped)
     assert x.may_share_memory(y) == (how != "other-blob" and want.size > 0)
     if how not in ("read-only", "other-blob") and want.size:
         y.fill(1)

@@ -67,8 +67,9 @@ def test_from_numpy_copy_false_shares_and_keeps_the_array_alive():
 
 
 def test_a_blobs_own_memory_coming_back_shares_its_storage():
-    """`from_numpy(np.asarray(x), copy=False)`: NumPy's array is a view of
-    x's buffer, so the new blob is put on x's storage, as a view is, and
+    """`from_numpy(np.asarray(x), copy=False)` (or `bc.from_dlpack` of it,
+    or of `np.from_dlpack(x)`): NumPy's array is a view of x's memory, so
+    the new blob is put on x's storage, as a view is, and
     holds nothing of NumPy's. Writes are seen both ways, x cannot be
     reallocated while it lives, and a chain of such round trips is no
     chain at all (300,000 of them crashed the interpreter when freed, as
@@ -101,13 +102,16 @@ def test_a_blobs_own_memory_coming_back_shares_its_storage():
     del z
     gc.collect()
     assert gone() is None
-    # The round trip, 300,000 times, then freed at once.
-    x = bc.Blob.from_numpy(np.arange(5, dtype=np.int32))
-    for _ in range(300_000):
-        x = bc.Blob.from_numpy(np.asarray(x), copy=False)
-    assert x.tolist() == [0, 1, 2, 3, 4]
-    del x
-    gc.collect()
+    # Round trips, 300,000 of each, then freed at once.
+    for trip in (lambda x: bc.Blob.from_numpy(np.asarray(x), copy=False),
+                 lambda x: bc.from_dlpack(np.from_dlpack(x)),
+                 lambda x: bc.from_dlpack(np.asarray(x))):
+        x = bc.Blob.from_numpy(np.arange(5, dtype=np.int32))
+        for _ in range(300_000):
+            x = trip(x)
+        assert x.tolist() == [0, 1, 2, 3, 4]
+        del x
+        gc.collect()
 
 
 def test_from_numpy_copy_true_is_independent_and_accepts_any_layout():

@@ -386,7 +386,9 @@ def from_dlpack(obj: Any, *, device: Any = None, copy: bool | None = None, engin
     """The array API's from_dlpack: shares memory when it can; copy=True
     always copies, copy=False raises BufferError when it would have to.
     With a CUDA engine, CUDA tensors of its device are taken on the device
-    (the engine's stream is passed to the producer)."""
+    (the engine's stream is passed to the producer). A NumPy array over a
+    blob's own memory (np.asarray(x), np.from_dlpack(x) and their views)
+    gives a blob on that blob's storage, as a view of it would be."""
 def from_shared_fd(fd: int, shape: Sequence[int], dtype: DTypeLike = None, offset: int = 0, engine: Engine | None = None) -> Blob:
     """A dense blob over the shared memory file fd (duplicated), offset bytes in:
     what Blob.shared_fd() gave another process."""
