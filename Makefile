@@ -447,7 +447,7 @@ asan:
 # process, by design). Needs a nightly toolchain; adds miri and rust-src
 # to it (rustup does nothing when they are there), and skips when it
 # cannot.
-MIRI_TESTS ?= first_use:: dlpack export:: element:: raw:: blob_map view:: index:: layout:: shape:: axes:: placement:: overlap:: storage:: dtype:: ops::cast ops::copy ops::reduce ops::reorder ops::self_operand io::gguf io::safetensors io::npy io::neoml io::tests io::ggml_quants::tests::wrong_sizes
+MIRI_TESTS ?= first_use:: dlpack lent_back:: export:: element:: raw:: blob_map view:: index:: layout:: shape:: axes:: placement:: overlap:: storage:: dtype:: ops::cast ops::copy ops::reduce ops::reorder ops::self_operand io::gguf io::safetensors io::npy io::neoml io::tests io::ggml_quants::tests::wrong_sizes
 # Too slow interpreted (megabytes checked byte by byte), or beyond what
 # Miri can run (an allocation of 2^60 bytes). `convert` is left out: it
 # has no unsafe code, and its oracles' `powi` is one of the float
