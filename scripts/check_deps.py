@@ -37,7 +37,7 @@ BASE = {
     "rm", "mkdir", "install", "ln", "cp", "mv", "cat", "touch", "chmod", "head", "tail", "sort",
     "mktemp", "tee", "tr", "cut", "wc", "env", "id", "dirname", "basename", "readlink",
     "realpath", "uname", "nproc", "sleep", "seq", "xargs", "find", "sed", "grep", "awk",
-    "bash", "sh", "which", "ldconfig", "ldd", "dpkg", "dpkg-query", "apt-get", "sudo", "timeout",
+    "bash", "sh", "which", "ldconfig", "ldd", "dpkg", "dpkg-query", "apt-get", "sudo", "timeout", "tar",
     "cargo", "rustc", "rustup",
     "cargo-fuzz",  # `make fuzz` installs it with cargo install
 }
