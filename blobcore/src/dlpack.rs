@@ -707,7 +707,7 @@ unsafe fn import(engine: &Engine, t: DLTensor, read_only: bool, copy: Option<boo
     }
     let ptr = NonNull::new(base).ok_or_else(|| err!(NullPointer, "the DLPack tensor's data is NULL"))?;
     let byte_len = count * dtype.size();
-    if let Some(b) = own_export(&owner).and_then(|e| share_own(engine, e, dtype, &shape, ptr, byte_len, read_only)) {
+    if let Some(b) = own_export(&owner).and_then(|e| e.share_returned(engine, dtype, shape.clone(), ptr, byte_len, read_only)) {
         // The blob holds the storage itself: the export (and its pin) goes.
         drop(std::mem::ManuallyDrop::into_inner(owner));
         return Ok(b);
@@ -795,7 +795,7 @@ unsafe fn import_cuda(
         return Ok(out);
     }
     let byte_len = count * dtype.size();
-    if let Some(b) = own_export(&owner).and_then(|e| share_own(engine, e, dtype, &shape, NonNull::new(base)?, byte_len, read_only)) {
+    if let Some(b) = own_export(&owner).and_then(|e| e.share_returned(engine, dtype, shape.clone(), NonNull::new(base)?, byte_len, read_only)) {
         drop(std::mem::ManuallyDrop::into_inner(owner));
         return Ok(b);
     }
@@ -866,18 +866,6 @@ fn shared_offset(engine: &Engine, e: &Export, ptr: usize, byte_len: usize, es: u
 fn on_shared_storage(engine: &Engine, dtype: DType, shape: Shape, storage: std::sync::Arc<crate::storage::Storage>, offset: usize) -> Blob {
     let count = shape.count();
     Blob::dense_in_place(engine, dtype, shape, storage, offset, count, false)
-}
-
-/// A blob on the storage `e` pins, over `byte_len` bytes at `ptr`, for
-/// the import of blobcore's own dense export: it shares the storage as a
-/// view does (reallocation stays `Busy`, overlaps are seen as such, no
-/// second wrap of the memory). `None` when the tensor cannot be shared
-/// that way (another GPU, a read-only export of a writable storage, bytes
-/// outside the storage after a consumer edited the tensor): the caller
-/// then wraps the memory as it would a foreign tensor's.
-fn share_own(engine: &Engine, e: &Export, dtype: DType, shape: &Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
-    let offset = shared_offset(engine, e, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
-    Some(on_shared_storage(engine, dtype, shape.clone(), std::sync::Arc::clone(e.storage()), offset))
 }
 
 #[cfg(test)]

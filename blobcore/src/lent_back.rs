@@ -42,23 +42,28 @@ pub(crate) fn offset_in(storage: &Storage, engine: &Engine, cuda: bool, addr: us
 }
 
 /// A dense blob of `shape` on `storage` over the `byte_len` bytes at
-/// host address `ptr`, when they may share it (see [`offset_in`]).
-fn share_on(storage: &Arc<Storage>, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
+/// `ptr` (host memory, or CUDA memory when `cuda`), when they may share
+/// it (see [`offset_in`]).
+#[allow(clippy::too_many_arguments)]
+fn share_on(storage: &Arc<Storage>, engine: &Engine, cuda: bool, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
     if shape.byte_size(dtype).ok()? > byte_len {
         return None;
     }
-    let offset = offset_in(storage, engine, false, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
+    let offset = offset_in(storage, engine, cuda, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
     let count = shape.count();
     Some(Blob::dense_in_place(engine, dtype, shape, Arc::clone(storage), offset, count, false))
 }
 
 impl Export {
-    /// [`Blob::share_returned`] on the storage this export pins: for
+    /// [`Blob::share_returned`] on the storage this export pins, with
+    /// `ptr` in the export's memory (CUDA memory for a CUDA export): for
     /// memory lent through an object that holds the export rather than
-    /// the blob (the holder of a bfloat16 buffer on its way to
-    /// ml_dtypes).
+    /// the blob (the holder of a bfloat16 buffer on its way to ml_dtypes,
+    /// NumPy's array from `from_dlpack`, blobcore's own DLPack export
+    /// coming back to its import).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
-        share_on(self.storage(), engine, dtype, shape, ptr, byte_len, read_only)
+        let cuda = self.device().0 == crate::dlpack::DL_CUDA;
+        share_on(self.storage(), engine, cuda, dtype, shape, ptr, byte_len, read_only)
     }
 }
 
@@ -75,7 +80,7 @@ impl Blob {
     /// whose memory it lends (see the module docs).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
         let storage = Arc::clone(&self.state().storage);
-        share_on(&storage, engine, dtype, shape, ptr, byte_len, read_only)
+        share_on(&storage, engine, false, dtype, shape, ptr, byte_len, read_only)
     }
 }
 

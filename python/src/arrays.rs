@@ -144,10 +144,18 @@ pub fn read_only_array<'py>(slf: &Bound<'py, PyBlob>) -> PyResult<Bound<'py, PyA
     Held::array(py, core(b.export_for(false))?, true)
 }
 
-/// A blob over `array`'s memory, without copying: C-contiguous and
-/// aligned arrays only; read-only arrays give read-only blobs; bfloat16
-/// and float8 arrays (ml_dtypes) are viewed as uint16 / uint8 on the way.
-pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
+/// An array's memory as `from_numpy(copy=False)` takes it: its buffer
+/// (C-contiguous), dtype, shape and address.
+struct Lent<'py> {
+    /// `array`, or its unsigned-integer view for ml_dtypes' types.
+    array: Bound<'py, PyAny>,
+    buf: Foreign,
+    dtype: DType,
+    shape: Shape,
+    ptr: NonNull<u8>,
+}
+
+fn lent<'py>(array: &Bound<'py, PyAny>) -> PyResult<Lent<'py>> {
     let (array, ml) = carried(array)?;
     let buf = Foreign::get(&array, false).map_err(|e| {
         raise("InvalidArgumentError", format!("from_numpy(copy=False) needs an object with the buffer protocol ({e}); pass copy=True"))
@@ -157,8 +165,16 @@ pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
     }
     let dtype = match ml { Some(d) => d, None => buf.dtype()? };
     let shape = core(Shape::new(&buf.shape()))?;
-    let (len, read_only) = (buf.len(), buf.readonly());
     let ptr = NonNull::new(buf.ptr()).ok_or_else(|| raise("InvalidArgumentError", "the array has no memory (NULL data)"))?;
+    Ok(Lent { array, buf, dtype, shape, ptr })
+}
+
+/// A blob over `array`'s memory, without copying: C-contiguous and
+/// aligned arrays only; read-only arrays give read-only blobs; bfloat16
+/// and float8 arrays (ml_dtypes) are viewed as uint16 / uint8 on the way.
+pub fn wrap_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Blob> {
+    let Lent { array, buf, dtype, shape, ptr } = lent(array)?;
+    let (len, read_only) = (buf.len(), buf.readonly());
     // A blob's own memory coming back (`np.asarray(x)`): a blob on its
     // storage, holding nothing of NumPy's (see blobcore::lent_back).
     if let Some(end) = lender(&array)? {
@@ -223,20 +239,8 @@ fn share_lent(end: &Bound<'_, PyAny>, engine: &Engine, dtype: DType, shape: &Sha
 /// is not one (the DLPack import then runs as for any producer).
 pub fn returned_array(array: &Bound<'_, PyAny>, engine: &Engine) -> PyResult<Option<Blob>> {
     let Some(end) = lender(array)? else { return Ok(None) };
-    let (array, ml) = carried(array)?;
-    let Ok(buf) = Foreign::get(&array, false) else { return Ok(None) };
-    if !buf.is_c_contiguous() {
-        return Ok(None);
-    }
-    let dtype = match ml {
-        Some(d) => d,
-        None => match buf.dtype() {
-            Ok(d) => d,
-            Err(_) => return Ok(None),
-        },
-    };
-    let (Ok(shape), Some(ptr)) = (Shape::new(&buf.shape()), NonNull::new(buf.ptr())) else { return Ok(None) };
-    Ok(share_lent(&end, engine, dtype, &shape, ptr, buf.len(), buf.readonly()))
+    let Ok(l) = lent(array) else { return Ok(None) };
+    Ok(share_lent(&end, engine, l.dtype, &l.shape, l.ptr, l.buf.len(), l.buf.readonly()))
 }
 
 /// `numpy.asarray(array, dtype=d)` (ml_dtypes' types for bfloat16 and
