@@ -62,7 +62,7 @@ impl Export {
     /// NumPy's array from `from_dlpack`, blobcore's own DLPack export
     /// coming back to its import).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
-        let cuda = self.device().0 == crate::dlpack::DL_CUDA;
+        let cuda = self.device().0 == crate::export::DL_CUDA;
         share_on(self.storage(), engine, cuda, dtype, shape, ptr, byte_len, read_only)
     }
 }
