@@ -17,8 +17,12 @@
 //! VM, family 25) plan as Zen 5 does but write a batched tile's
 //! destination rows whole, one at a time, and far destination rows of
 //! deinterleaves and unpacked tiles in bursts of up to 512 bytes
-//! (session 73). Each family keeps the shapes it
-//! was measured with; a processor of neither vendor gets the square ones.
+//! (session 73). AMD Zen 4 (family 25 with more than 512 KiB of L2 per
+//! core: session 82's 2-core VM, an EPYC of family 25, model 17, 1 MiB of
+//! L2 per core, 32 MiB of L3, AVX-512) streams best with the square
+//! tiles, as the Intel Xeons do (see [`Tuning::host`]). Each family keeps
+//! the shapes it was measured with; a processor of neither vendor gets
+//! the square ones.
 //! The far-row rules (`nest.rs`'s `STREAM_ROWS`, whole rows, split rows)
 //! are the same for both: on the Zen 5 VM, tiles of 16 far rows of 16 KiB
 //! each took NCHW->NHWC at C = 64 from 0.78-0.81x to 0.86-0.89x of the
@@ -59,11 +63,35 @@ impl Tuning {
     /// never waited for, so no fork can leave it half made).
     pub(super) fn host() -> Tuning {
         static HOST: crate::first_use::FirstUse<Tuning> = crate::first_use::FirstUse::new();
-        *HOST.get_or_make(|| match (is_amd(), l2_kib()) {
-            (true, Some(kib)) if kib <= 512 => Tuning::RowBursts,
-            (true, _) => Tuning::LongReads,
-            (false, _) => Tuning::Square,
-        })
+        *HOST.get_or_make(|| Tuning::of(is_amd(), cpu_family(), l2_kib()))
+    }
+
+    /// The tuning of a processor: AMD's with at most 512 KiB of L2 per
+    /// core (Zen 3 and older) [`Tuning::RowBursts`]; AMD's family 25 with
+    /// more (Zen 4) [`Tuning::Square`]; later AMD families (Zen 5, family
+    /// 26) [`Tuning::LongReads`]; every other processor
+    /// [`Tuning::Square`].
+    ///
+    /// Zen 4: on session 82's VM (family 25, model 17), the two tunings
+    /// alternated in one process at 1 GiB, three rounds of every
+    /// transpose, permute and reorder row of `benches/ops.rs`, best of 5
+    /// runs each: the square tiles were faster in 15 rows and level in
+    /// the others (within the noise, which moved the streamed copy
+    /// between 25 and 50 ms). The best times, square against long reads:
+    /// `transposed (1,3)` 59.8 / 80.1 ms, `(0,3)` 64.8 / 72.9, `(2,3)`
+    /// 38.3 / 49.2, `(1,2)` 37.2 / 43.9, `permute [5, 0, 3, 1, 4, 2]`
+    /// 55.5 / 73.2, `[4, 2, 0, 3, 1]` 62.2 / 70.9, `[1, 3, 5, 0, 2, 4]`
+    /// 47.7 / 55.5, NCHW->NHWC at C = 64 36.0 / 55.8 and at C = 256 48.3 /
+    /// 58.4, NHWC->NCHW at C = 64 36.6 / 48.3 and at C = 256 46.5 / 54.5
+    /// (raw figures in `docs/vm-runs/2026-12-06-session-82/`). The row
+    /// bursts were slower than both in a first round.
+    pub(super) fn of(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> Tuning {
+        match (amd, family, l2_kib) {
+            (true, _, Some(kib)) if kib <= 512 => Tuning::RowBursts,
+            (true, Some(f), _) if f <= ZEN_4_FAMILY => Tuning::Square,
+            (true, _, _) => Tuning::LongReads,
+            (false, _, _) => Tuning::Square,
+        }
     }
 
     /// A tile of runs of `run_bytes` (each contiguous on both sides):
@@ -191,6 +219,23 @@ impl Tuning {
     }
 }
 
+/// AMD's family number of Zen 3 and Zen 4 (0x19; Zen 5 is 0x1A).
+const ZEN_4_FAMILY: u32 = 0x19;
+
+/// The processor's family as CPUID leaf 1 reports it (the base family,
+/// plus the extended family when the base is 0xF, as AMD and Intel both
+/// define it); None under Miri, which runs no inline assembly.
+fn cpu_family() -> Option<u32> {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let eax = std::arch::x86_64::__cpuid(1).eax;
+        let base = (eax >> 8) & 0xF;
+        Some(if base == 0xF { base + ((eax >> 20) & 0xFF) } else { base })
+    }
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
+    None
+}
+
 /// The L2 cache per core in KiB (CPUID leaf 0x8000_0006, ECX bits
 /// 31-16) where the processor reports it; None under Miri, which runs
 /// no inline assembly.
@@ -223,3 +268,20 @@ fn is_amd() -> bool {
     false
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::Tuning;
+
+    #[test]
+    fn each_processor_family_gets_the_tiles_it_was_measured_with() {
+        // (AMD, family, L2 KiB) as CPUID reports them on the machines measured.
+        assert_eq!(Tuning::of(true, Some(0x19), Some(512)), Tuning::RowBursts, "Zen 3");
+        assert_eq!(Tuning::of(true, Some(0x17), Some(512)), Tuning::RowBursts, "Zen 2");
+        assert_eq!(Tuning::of(true, Some(0x19), Some(1024)), Tuning::Square, "Zen 4");
+        assert_eq!(Tuning::of(true, Some(0x1A), Some(1024)), Tuning::LongReads, "Zen 5");
+        assert_eq!(Tuning::of(false, Some(6), Some(2048)), Tuning::Square, "Intel");
+        assert_eq!(Tuning::of(false, None, None), Tuning::Square, "unknown");
+        assert_eq!(Tuning::of(true, None, Some(1024)), Tuning::LongReads, "AMD, no family read");
+    }
+}
