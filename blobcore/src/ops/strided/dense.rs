@@ -166,7 +166,7 @@ pub(crate) fn merge_rows(whole: &mut [u8], parts: &[&[u8]], chunks: &[usize], ro
         // each part lie inside their slices (checked above); whole starts
         // 32-byte aligned and every chunk is whole 32-byte pieces, so each
         // store is aligned; whole is borrowed mutably, so nothing overlaps.
-        unsafe { simd::stream_merge(whole.as_mut_ptr(), &from[..parts.len()], rows) };
+        unsafe { simd::stream_merge(whole.as_mut_ptr(), &from[..parts.len()], rows, super::tuning::merge_ahead_bytes()) };
         return true;
     }
     #[cfg(not(target_arch = "x86_64"))]

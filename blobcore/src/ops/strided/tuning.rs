@@ -93,6 +93,37 @@ impl Tuning {
             (false, _, _) => Tuning::Square,
         }
     }
+}
+
+/// Bytes ahead of each part's chunk at which a channel merge
+/// (`simd::stream_merge`, chunks of 64 B to 1 KiB) hints the part's
+/// coming chunks into L2 on this processor; 0 for none (looked up once).
+pub(super) fn merge_ahead_bytes() -> usize {
+    static AHEAD: crate::first_use::FirstUse<usize> = crate::first_use::FirstUse::new();
+    *AHEAD.get_or_make(|| merge_ahead_of(is_amd(), cpu_family(), l2_kib()))
+}
+
+/// [`merge_ahead_bytes`] of a processor: `ops::L2_AHEAD_BYTES` (2 KiB)
+/// on AMD Zen 4 (family 25 with more than 512 KiB of L2 per core), none
+/// elsewhere: on session 45's Intel host the hints cost (see
+/// `simd::stream_merge`), and the other AMD families were not measured.
+///
+/// On session 82's Zen 4 VM (family 25, model 17), `merge Channels` of
+/// `benches/ops.rs` (two parts of 128-byte chunks) at 1 GiB, alternated
+/// in one binary, two rounds: 60.3 and 55.5 ms without hints, 43.6 and
+/// 44.9 ms 2 KiB ahead (0.53-0.75x -> 0.97x of the streamed copy); 1 KiB
+/// ahead 46.7 and 43.7 ms, 4 KiB 44.7 and 45.1 ms. At 128 MiB level
+/// within the noise (3.5-6.7 ms either way).
+fn merge_ahead_of(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> usize {
+    let zen4 = amd && family == Some(ZEN_4_FAMILY) && l2_kib.is_some_and(|k| k > 512);
+    if zen4 {
+        crate::ops::L2_AHEAD_BYTES
+    } else {
+        0
+    }
+}
+
+impl Tuning {
 
     /// A tile of runs of `run_bytes` (each contiguous on both sides):
     /// `(ei, ej)`, the runs it takes along the source's next loop (`ei`,
@@ -283,5 +314,14 @@ mod tests {
         assert_eq!(Tuning::of(false, Some(6), Some(2048)), Tuning::Square, "Intel");
         assert_eq!(Tuning::of(false, None, None), Tuning::Square, "unknown");
         assert_eq!(Tuning::of(true, None, Some(1024)), Tuning::LongReads, "AMD, no family read");
+    }
+
+    #[test]
+    fn only_zen_4_hints_a_merges_parts_ahead() {
+        assert_eq!(super::merge_ahead_of(true, Some(0x19), Some(1024)), crate::ops::L2_AHEAD_BYTES, "Zen 4");
+        assert_eq!(super::merge_ahead_of(true, Some(0x19), Some(512)), 0, "Zen 3");
+        assert_eq!(super::merge_ahead_of(true, Some(0x1A), Some(1024)), 0, "Zen 5");
+        assert_eq!(super::merge_ahead_of(false, Some(6), Some(2048)), 0, "Intel");
+        assert_eq!(super::merge_ahead_of(true, None, None), 0, "unknown");
     }
 }

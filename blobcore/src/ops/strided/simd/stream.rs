@@ -120,25 +120,32 @@ pub(crate) const MERGE_PARTS: usize = 16;
 
 /// Row `r` of `dst` is chunk `r` of each part side by side (`from[i]`
 /// is part `i`'s start and chunk bytes), written in order with
-/// non-temporal stores.
+/// non-temporal stores. With `ahead` > 0, each part's chunk `ahead`
+/// bytes further on is hinted into L2 as its chunk is copied (a hint:
+/// no result depends on it; see `tuning::merge_ahead_bytes`).
 ///
 /// # Safety
 /// AVX present; rows * chunk bytes readable at each part; rows * (sum
 /// of chunks) writable at `dst`, 32-byte aligned; chunks multiples of
 /// 32.
 #[target_feature(enable = "avx")]
-pub(crate) unsafe fn stream_merge(dst: *mut u8, from: &[(*const u8, usize)], rows: usize) {
-    // The parts' reads are left to the hardware prefetcher. Session 33
-    // fetched each part's chunks 32 rows ahead (a gain on that host);
-    // on session 45's (AVX-512, 48 KiB L1d) the hints cost: merge
-    // Channels at 1 GiB 0.82-0.94x of a dense copy with them, 0.96-1.05x
-    // without (alternated, six rounds), and 0.87-0.92x -> 0.97-1.00x at
-    // 128 MiB. Software prefetches hold line-fill buffers that the
-    // streamed stores also need. Parts exactly 512 MiB apart (halves
-    // of one blob) merge as fast as separate allocations without them.
+pub(crate) unsafe fn stream_merge(dst: *mut u8, from: &[(*const u8, usize)], rows: usize, ahead: usize) {
+    // Without `ahead` the parts' reads are left to the hardware
+    // prefetcher. Session 33 fetched each part's chunks 32 rows ahead (a
+    // gain on that host); on session 45's (Intel, AVX-512, 48 KiB L1d)
+    // the hints cost: merge Channels at 1 GiB 0.82-0.94x of a dense copy
+    // with them, 0.96-1.05x without (alternated, six rounds), and
+    // 0.87-0.92x -> 0.97-1.00x at 128 MiB. Software prefetches hold
+    // line-fill buffers that the streamed stores also need. Parts
+    // exactly 512 MiB apart (halves of one blob) merge as fast as
+    // separate allocations without them. AMD Zen 4 wants them (session
+    // 82). wrapping_add: the hint may point past the part.
     let mut d = dst;
     for r in 0..rows {
         for &(p, c) in from {
+            if ahead > 0 {
+                crate::ops::prefetch_l2(p.wrapping_add(r * c).wrapping_add(ahead), c);
+            }
             // SAFETY: row r < rows of this part and of dst (the
             // contract); d stays 32-byte aligned (chunks of 32-byte
             // multiples from an aligned start).
