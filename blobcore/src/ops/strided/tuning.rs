@@ -95,17 +95,25 @@ impl Tuning {
     }
 }
 
-/// Bytes ahead of each part's chunk at which a channel merge
-/// (`simd::stream_merge`, chunks of 64 B to 1 KiB) hints the part's
-/// coming chunks into L2 on this processor; 0 for none (looked up once).
-pub(super) fn merge_ahead_bytes() -> usize {
-    static AHEAD: crate::first_use::FirstUse<usize> = crate::first_use::FirstUse::new();
-    *AHEAD.get_or_make(|| merge_ahead_of(is_amd(), cpu_family(), l2_kib()))
+/// True on AMD Zen 4 (family 25 with more than 512 KiB of L2 per core;
+/// looked up once), where reads from a few far streams want software
+/// hints into L2 that the other processors measured did without
+/// ([`merge_ahead_bytes`], [`groups_ahead_elements`]).
+fn zen4() -> bool {
+    static ZEN4: crate::first_use::FirstUse<bool> = crate::first_use::FirstUse::new();
+    *ZEN4.get_or_make(|| is_zen4(is_amd(), cpu_family(), l2_kib()))
 }
 
-/// [`merge_ahead_bytes`] of a processor: `ops::L2_AHEAD_BYTES` (2 KiB)
-/// on AMD Zen 4 (family 25 with more than 512 KiB of L2 per core), none
-/// elsewhere: on session 45's Intel host the hints cost (see
+/// Zen 4 by CPUID's vendor, family and L2 size (Zen 3, the same family,
+/// has 512 KiB).
+fn is_zen4(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> bool {
+    amd && family == Some(ZEN_4_FAMILY) && l2_kib.is_some_and(|k| k > 512)
+}
+
+/// Bytes ahead of each part's chunk at which a channel merge
+/// (`simd::stream_merge`, chunks of 64 B to 1 KiB) hints the part's
+/// coming chunks into L2; 0 for none. `ops::L2_AHEAD_BYTES` (2 KiB) on
+/// Zen 4, none elsewhere: on session 45's Intel host the hints cost (see
 /// `simd::stream_merge`), and the other AMD families were not measured.
 ///
 /// On session 82's Zen 4 VM (family 25, model 17), `merge Channels` of
@@ -114,10 +122,27 @@ pub(super) fn merge_ahead_bytes() -> usize {
 /// 44.9 ms 2 KiB ahead (0.53-0.75x -> 0.97x of the streamed copy); 1 KiB
 /// ahead 46.7 and 43.7 ms, 4 KiB 44.7 and 45.1 ms. At 128 MiB level
 /// within the noise (3.5-6.7 ms either way).
-fn merge_ahead_of(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> usize {
-    let zen4 = amd && family == Some(ZEN_4_FAMILY) && l2_kib.is_some_and(|k| k > 512);
-    if zen4 {
+pub(super) fn merge_ahead_bytes() -> usize {
+    if zen4() {
         crate::ops::L2_AHEAD_BYTES
+    } else {
+        0
+    }
+}
+
+/// Elements ahead of the current column at which the grouped NCHW ->
+/// NHWC tiles (`simd/groups.rs`) hint each far source row into L2, on
+/// top of their L1 hint 64 elements ahead; 0 for none. 256 (1 KiB) on
+/// Zen 4, none elsewhere (not measured there).
+///
+/// On session 82's Zen 4 VM at 1 GiB, alternated in one binary, two
+/// rounds: NCHW->NHWC at C = 40 78.4 and 71.4 ms without -> 53.1 and
+/// 54.4 ms with 256 elements ahead (0.36-0.67x -> 0.80-0.81x of the
+/// streamed copy), 49.8 and 56.4 ms with 512; at C = 24 63.4 and 53.4 ->
+/// 50.8 and 51.5 ms; C = 64 and 256 level within the noise.
+pub(super) fn groups_ahead_elements() -> usize {
+    if zen4() {
+        256
     } else {
         0
     }
@@ -317,11 +342,11 @@ mod tests {
     }
 
     #[test]
-    fn only_zen_4_hints_a_merges_parts_ahead() {
-        assert_eq!(super::merge_ahead_of(true, Some(0x19), Some(1024)), crate::ops::L2_AHEAD_BYTES, "Zen 4");
-        assert_eq!(super::merge_ahead_of(true, Some(0x19), Some(512)), 0, "Zen 3");
-        assert_eq!(super::merge_ahead_of(true, Some(0x1A), Some(1024)), 0, "Zen 5");
-        assert_eq!(super::merge_ahead_of(false, Some(6), Some(2048)), 0, "Intel");
-        assert_eq!(super::merge_ahead_of(true, None, None), 0, "unknown");
+    fn zen_4_is_family_25_with_more_than_512_kib_of_l2() {
+        assert!(super::is_zen4(true, Some(0x19), Some(1024)), "Zen 4");
+        assert!(!super::is_zen4(true, Some(0x19), Some(512)), "Zen 3");
+        assert!(!super::is_zen4(true, Some(0x1A), Some(1024)), "Zen 5");
+        assert!(!super::is_zen4(false, Some(0x19), Some(1024)), "not AMD");
+        assert!(!super::is_zen4(true, None, None), "unknown");
     }
 }

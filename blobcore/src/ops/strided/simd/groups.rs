@@ -28,8 +28,9 @@ use std::arch::x86_64::*;
 const ROWS_PER_SET: usize = 16;
 
 /// Elements ahead of the current column that each source row is
-/// prefetched, every 16 columns (256 bytes: level with none or 128 at C
-/// = 24, 40, 192, better at 40).
+/// prefetched into L1, every 16 columns (256 bytes: level with none or
+/// 128 at C = 24, 40, 192, better at 40). Some processors also want a
+/// hint into L2 further ahead (`groups_f32`'s `l2_ahead`).
 const AHEAD: usize = 64;
 
 /// Whether [`groups_f32`] takes a streamed tile of `j` destination rows
@@ -50,23 +51,25 @@ pub(crate) fn takes(j: usize, i: usize, di: usize, sj: usize, dst: *mut u32, per
 
 /// `dst[a*i.ds + b] = src[a + b*sj]` for `a < i.n`, `b < j.n`, streamed
 /// (the columns past the last eight with plain stores), for a tile
-/// [`takes`] accepts.
+/// [`takes`] accepts. With `l2_ahead` > 0 each source row is also hinted
+/// into L2 that many elements ahead (`tuning::groups_ahead_elements`; a
+/// hint: no result depends on it).
 ///
 /// # Safety
 /// Every element named is inside its memory; `takes(j.n, i.n, i.ds,
 /// sj, dst, _)` holds (AVX present, `dst` and `i.ds * 4` 32-byte aligned).
-pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize) {
+pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, l2_ahead: usize) {
     let di = i.ds as usize;
     // SAFETY: forwarded; j.n is 8 times the group count (takes).
     unsafe {
         match j.n / 8 {
-            2 => groups::<2>(i.n, dst, di, src, sj),
-            3 => groups::<3>(i.n, dst, di, src, sj),
-            4 => groups::<4>(i.n, dst, di, src, sj),
-            5 => groups::<5>(i.n, dst, di, src, sj),
-            6 => groups::<6>(i.n, dst, di, src, sj),
-            7 => groups::<7>(i.n, dst, di, src, sj),
-            _ => groups::<8>(i.n, dst, di, src, sj),
+            2 => groups::<2>(i.n, dst, di, src, sj, l2_ahead),
+            3 => groups::<3>(i.n, dst, di, src, sj, l2_ahead),
+            4 => groups::<4>(i.n, dst, di, src, sj, l2_ahead),
+            5 => groups::<5>(i.n, dst, di, src, sj, l2_ahead),
+            6 => groups::<6>(i.n, dst, di, src, sj, l2_ahead),
+            7 => groups::<7>(i.n, dst, di, src, sj, l2_ahead),
+            _ => groups::<8>(i.n, dst, di, src, sj, l2_ahead),
         }
     }
 }
@@ -76,7 +79,7 @@ pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32
 /// # Safety
 /// As [`groups_f32`], with `j.n == 8 * G`.
 #[target_feature(enable = "avx")]
-unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize) {
+unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize, l2_ahead: usize) {
     let whole = n / 8 * 8;
     // SAFETY: a + 8 <= whole <= n and g * 8 + k < 8 * G = j.n: inside
     // the tile (the contract); the streamed stores are 32-byte aligned
@@ -91,6 +94,9 @@ unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const
                     let s = src.add(a + (g * 8 + k) * sj);
                     if a % 16 == 0 {
                         _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(AHEAD) as *const i8);
+                        if l2_ahead > 0 {
+                            _mm_prefetch::<_MM_HINT_T1>(s.wrapping_add(l2_ahead) as *const i8);
+                        }
                     }
                     *rk = _mm256_loadu_ps(s as *const f32);
                 }

@@ -115,7 +115,7 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     // whole from the registers (see `groups.rs`), partial lines included.
     if stream && c.n == 1 && super::groups::takes(j.n, i.n, di, sj, dst, per_set) {
         // SAFETY: forwarded; AVX present and the stores aligned (takes).
-        unsafe { super::groups::groups_f32(j, i, dst, src, sj) };
+        unsafe { super::groups::groups_f32(j, i, dst, src, sj, crate::ops::strided::tuning::groups_ahead_elements()) };
         return;
     }
     if avx && packs(j.n, i.n, sj) && need <= scratch.capacity() {
