@@ -67,9 +67,10 @@ impl Tuning {
     }
 
     /// The tuning of a processor: AMD's with at most 512 KiB of L2 per
-    /// core (Zen 3 and older) [`Tuning::RowBursts`]; AMD's family 25 with
-    /// more (Zen 4) [`Tuning::Square`]; later AMD families (Zen 5, family
-    /// 26) [`Tuning::LongReads`]; every other processor
+    /// core (Zen 3 and older) [`Tuning::RowBursts`]; AMD's family 25 (Zen
+    /// 4) or an older one with more [`Tuning::Square`]; later AMD
+    /// families (Zen 5, family 26) and AMD's whose family CPUID does not
+    /// give [`Tuning::LongReads`]; every other processor
     /// [`Tuning::Square`].
     ///
     /// Zen 4: on session 82's VM (family 25, model 17), the two tunings
