@@ -607,7 +607,7 @@ unsafe fn import(engine: &Engine, t: DLTensor, read_only: bool, copy: Option<boo
             let export = unsafe { owner.into_own_export() };
             let dtype = export.dtype();
             let (storage, shape) = export.into_parts();
-            return Ok(on_shared_storage(engine, dtype, shape, storage, offset));
+            return Ok(crate::lent_back::dense_on(storage, engine, dtype, shape, offset));
         }
     }
     let owner = std::mem::ManuallyDrop::new(owner);
@@ -850,22 +850,7 @@ fn returned_intact(engine: &Engine, e: &Export, t: &DLTensor, read_only: bool) -
             }
         }
     }
-    shared_offset(engine, e, e.as_ptr() as usize, e.byte_len(), e.dtype().size(), read_only)
-}
-
-/// The element offset (elements of `es` bytes) at which a blob on the
-/// storage `e` pins may share `byte_len` bytes at `ptr`: `None` when it
-/// cannot (another GPU, a read-only tensor over a writable storage, bytes
-/// outside the storage or off the element grid).
-fn shared_offset(engine: &Engine, e: &Export, ptr: usize, byte_len: usize, es: usize, read_only: bool) -> Option<usize> {
-    crate::lent_back::offset_in(e.storage(), engine, e.device().0 == DL_CUDA, ptr, byte_len, es, read_only)
-}
-
-/// A dense blob of `shape` on `storage` from element `offset`, sharing
-/// it as a view does (the import of blobcore's own export).
-fn on_shared_storage(engine: &Engine, dtype: DType, shape: Shape, storage: std::sync::Arc<crate::storage::Storage>, offset: usize) -> Blob {
-    let count = shape.count();
-    Blob::dense_in_place(engine, dtype, shape, storage, offset, count, false)
+    e.shared_offset(engine, e.as_ptr() as usize, e.byte_len(), e.dtype().size(), read_only)
 }
 
 #[cfg(test)]

@@ -41,20 +41,29 @@ pub(crate) fn offset_in(storage: &Storage, engine: &Engine, cuda: bool, addr: us
     (start.is_multiple_of(es) && start.checked_add(byte_len)? <= storage.len()).then_some(start / es)
 }
 
-/// A dense blob of `shape` on `storage` over the `byte_len` bytes at
-/// `ptr` (host memory, or CUDA memory when `cuda`), when they may share
-/// it (see [`offset_in`]).
-#[allow(clippy::too_many_arguments)]
-fn share_on(storage: &Arc<Storage>, engine: &Engine, cuda: bool, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
+/// A dense blob of `shape` on `storage` from element `offset`, sharing
+/// it as a view does.
+pub(crate) fn dense_on(storage: Arc<Storage>, engine: &Engine, dtype: DType, shape: Shape, offset: usize) -> Blob {
+    let count = shape.count();
+    Blob::dense_in_place(engine, dtype, shape, storage, offset, count, false)
+}
+
+/// [`dense_on`] at `offset` (from [`offset_in`]; `None` when the bytes
+/// may not share the storage) when `shape` fits the `byte_len` bytes lent.
+fn share_at(storage: &Arc<Storage>, engine: &Engine, dtype: DType, shape: Shape, byte_len: usize, offset: Option<usize>) -> Option<Blob> {
     if shape.byte_size(dtype).ok()? > byte_len {
         return None;
     }
-    let offset = offset_in(storage, engine, cuda, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
-    let count = shape.count();
-    Some(Blob::dense_in_place(engine, dtype, shape, Arc::clone(storage), offset, count, false))
+    Some(dense_on(Arc::clone(storage), engine, dtype, shape, offset?))
 }
 
 impl Export {
+    /// [`offset_in`] of the storage this export pins, with `addr` in the
+    /// export's memory (CUDA memory for a CUDA export).
+    pub(crate) fn shared_offset(&self, engine: &Engine, addr: usize, byte_len: usize, es: usize, read_only: bool) -> Option<usize> {
+        offset_in(self.storage(), engine, self.device().0 == crate::export::DL_CUDA, addr, byte_len, es, read_only)
+    }
+
     /// [`Blob::share_returned`] on the storage this export pins, with
     /// `ptr` in the export's memory (CUDA memory for a CUDA export): for
     /// memory lent through an object that holds the export rather than
@@ -62,8 +71,8 @@ impl Export {
     /// NumPy's array from `from_dlpack`, blobcore's own DLPack export
     /// coming back to its import).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
-        let cuda = self.device().0 == crate::export::DL_CUDA;
-        share_on(self.storage(), engine, cuda, dtype, shape, ptr, byte_len, read_only)
+        let offset = self.shared_offset(engine, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only);
+        share_at(self.storage(), engine, dtype, shape, byte_len, offset)
     }
 }
 
@@ -80,7 +89,8 @@ impl Blob {
     /// whose memory it lends (see the module docs).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
         let storage = Arc::clone(&self.state().storage);
-        share_on(&storage, engine, false, dtype, shape, ptr, byte_len, read_only)
+        let offset = offset_in(&storage, engine, false, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only);
+        share_at(&storage, engine, dtype, shape, byte_len, offset)
     }
 }
 

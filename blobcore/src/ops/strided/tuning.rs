@@ -86,7 +86,7 @@ impl Tuning {
     /// 58.4, NHWC->NCHW at C = 64 36.6 / 48.3 and at C = 256 46.5 / 54.5
     /// (raw figures in `docs/vm-runs/2026-12-06-session-82/`). The row
     /// bursts were slower than both in a first round.
-    pub(super) fn of(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> Tuning {
+    fn of(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> Tuning {
         match (amd, family, l2_kib) {
             (true, _, Some(kib)) if kib <= 512 => Tuning::RowBursts,
             (true, Some(f), _) if f <= ZEN_4_FAMILY => Tuning::Square,
@@ -94,62 +94,7 @@ impl Tuning {
             (false, _, _) => Tuning::Square,
         }
     }
-}
 
-/// True on AMD Zen 4 (family 25 with more than 512 KiB of L2 per core;
-/// looked up once), where reads from a few far streams want software
-/// hints into L2 that the other processors measured did without
-/// ([`merge_ahead_bytes`], [`groups_ahead_elements`]).
-fn zen4() -> bool {
-    static ZEN4: crate::first_use::FirstUse<bool> = crate::first_use::FirstUse::new();
-    *ZEN4.get_or_make(|| is_zen4(is_amd(), cpu_family(), l2_kib()))
-}
-
-/// Zen 4 by CPUID's vendor, family and L2 size (Zen 3, the same family,
-/// has 512 KiB).
-fn is_zen4(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> bool {
-    amd && family == Some(ZEN_4_FAMILY) && l2_kib.is_some_and(|k| k > 512)
-}
-
-/// Bytes ahead of each part's chunk at which a channel merge
-/// (`simd::stream_merge`, chunks of 64 B to 1 KiB) hints the part's
-/// coming chunks into L2; 0 for none. `ops::L2_AHEAD_BYTES` (2 KiB) on
-/// Zen 4, none elsewhere: on session 45's Intel host the hints cost (see
-/// `simd::stream_merge`), and the other AMD families were not measured.
-///
-/// On session 82's Zen 4 VM (family 25, model 17), `merge Channels` of
-/// `benches/ops.rs` (two parts of 128-byte chunks) at 1 GiB, alternated
-/// in one binary, two rounds: 60.3 and 55.5 ms without hints, 43.6 and
-/// 44.9 ms 2 KiB ahead (0.53-0.75x -> 0.97x of the streamed copy); 1 KiB
-/// ahead 46.7 and 43.7 ms, 4 KiB 44.7 and 45.1 ms. At 128 MiB level
-/// within the noise (3.5-6.7 ms either way).
-pub(super) fn merge_ahead_bytes() -> usize {
-    if zen4() {
-        crate::ops::L2_AHEAD_BYTES
-    } else {
-        0
-    }
-}
-
-/// Elements ahead of the current column at which the grouped NCHW ->
-/// NHWC tiles (`simd/groups.rs`) hint each far source row into L2, on
-/// top of their L1 hint 64 elements ahead; 0 for none. 256 (1 KiB) on
-/// Zen 4, none elsewhere (not measured there).
-///
-/// On session 82's Zen 4 VM at 1 GiB, alternated in one binary, two
-/// rounds: NCHW->NHWC at C = 40 78.4 and 71.4 ms without -> 53.1 and
-/// 54.4 ms with 256 elements ahead (0.36-0.67x -> 0.80-0.81x of the
-/// streamed copy), 49.8 and 56.4 ms with 512; at C = 24 63.4 and 53.4 ->
-/// 50.8 and 51.5 ms; C = 64 and 256 level within the noise.
-pub(super) fn groups_ahead_elements() -> usize {
-    if zen4() {
-        256
-    } else {
-        0
-    }
-}
-
-impl Tuning {
 
     /// A tile of runs of `run_bytes` (each contiguous on both sides):
     /// `(ei, ej)`, the runs it takes along the source's next loop (`ei`,
@@ -273,6 +218,59 @@ impl Tuning {
     /// C = 256 (65 -> 89-101 ms).
     pub(super) fn rows_in_bursts(self) -> bool {
         matches!(self, Tuning::RowBursts)
+    }
+}
+
+/// True on AMD Zen 4 (family 25 with more than 512 KiB of L2 per core;
+/// looked up once), where reads from a few far streams want software
+/// hints into L2 that the other processors measured did without
+/// ([`merge_ahead_bytes`], [`groups_ahead_elements`]).
+fn zen4() -> bool {
+    static ZEN4: crate::first_use::FirstUse<bool> = crate::first_use::FirstUse::new();
+    *ZEN4.get_or_make(|| is_zen4(is_amd(), cpu_family(), l2_kib()))
+}
+
+/// Zen 4 by CPUID's vendor, family and L2 size (Zen 3, the same family,
+/// has 512 KiB).
+fn is_zen4(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> bool {
+    amd && family == Some(ZEN_4_FAMILY) && l2_kib.is_some_and(|k| k > 512)
+}
+
+/// Bytes ahead of each part's chunk at which a channel merge
+/// (`simd::stream_merge`, chunks of 64 B to 1 KiB) hints the part's
+/// coming chunks into L2; 0 for none. `ops::L2_AHEAD_BYTES` (2 KiB) on
+/// Zen 4, none elsewhere: on session 45's Intel host the hints cost (see
+/// `simd::stream_merge`), and the other AMD families were not measured.
+///
+/// On session 82's Zen 4 VM (family 25, model 17), `merge Channels` of
+/// `benches/ops.rs` (two parts of 128-byte chunks) at 1 GiB, alternated
+/// in one binary, two rounds: 60.3 and 55.5 ms without hints, 43.6 and
+/// 44.9 ms 2 KiB ahead (0.53-0.75x -> 0.97x of the streamed copy); 1 KiB
+/// ahead 46.7 and 43.7 ms, 4 KiB 44.7 and 45.1 ms. At 128 MiB level
+/// within the noise (3.5-6.7 ms either way).
+pub(super) fn merge_ahead_bytes() -> usize {
+    if zen4() {
+        crate::ops::L2_AHEAD_BYTES
+    } else {
+        0
+    }
+}
+
+/// Elements ahead of the current column at which the grouped NCHW ->
+/// NHWC tiles (`simd/groups.rs`) hint each far source row into L2, on
+/// top of their L1 hint 64 elements ahead; 0 for none. 256 (1 KiB) on
+/// Zen 4, none elsewhere (not measured there).
+///
+/// On session 82's Zen 4 VM at 1 GiB, alternated in one binary, two
+/// rounds: NCHW->NHWC at C = 40 78.4 and 71.4 ms without -> 53.1 and
+/// 54.4 ms with 256 elements ahead (0.36-0.67x -> 0.80-0.81x of the
+/// streamed copy), 49.8 and 56.4 ms with 512; at C = 24 63.4 and 53.4 ->
+/// 50.8 and 51.5 ms; C = 64 and 256 level within the noise.
+pub(super) fn groups_ahead_elements() -> usize {
+    if zen4() {
+        256
+    } else {
+        0
     }
 }
 
