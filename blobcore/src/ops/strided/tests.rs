@@ -620,6 +620,10 @@ fn long_reads_take_few_long_source_streams_and_larger_batches() {
     };
     assert_eq!((runs(Tuning::Square), runs(Tuning::LongReads)), ((45, 45), (256, 4)));
     assert_eq!(Tuning::LongReads.run_tile(32), Tuning::Square.run_tile(32));
+    // Zen 4's tuning takes the long reads' tiles of runs (from 64 bytes)
+    // and the square tuning's every other shape.
+    assert_eq!(runs(Tuning::SquareLongRuns), (256, 4));
+    assert_eq!(Tuning::SquareLongRuns.run_tile(32), Tuning::Square.run_tile(32));
     // `permute [5, 0, 3, 1, 4, 2]` of [8, 8, 16, 16, 32, 512] f32: tiles of
     // 16 far rows of 2 KiB, batched over the inside axis of 32 by 1
     // (Square) or 4 (LongReads).
@@ -633,6 +637,8 @@ fn long_reads_take_few_long_source_streams_and_larger_batches() {
         k => panic!("not a tile: {k:?}"),
     };
     assert_eq!((batch(Tuning::Square), batch(Tuning::LongReads)), ((512, 16, 1, 32), (512, 16, 4, 32)));
+    assert_eq!(format!("{:?}", nest(&axes, 4, Tuning::SquareLongRuns)), format!("{:?}", nest(&axes, 4, Tuning::Square)));
+    assert!(!Tuning::SquareLongRuns.next_tile_into_l1());
 }
 
 #[test]
@@ -655,9 +661,9 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
         assert_eq!(plan(Tuning::RowBursts), plan(Tuning::LongReads), "{dims:?} {p:?}");
     }
     let bursts: Vec<bool> = Tuning::ALL.iter().map(|t| t.batched_rows_in_bursts()).collect();
-    assert_eq!(bursts, [false, false, true]);
+    assert_eq!(bursts, [false, false, true, false]);
     let bursts: Vec<bool> = Tuning::ALL.iter().map(|t| t.rows_in_bursts()).collect();
-    assert_eq!(bursts, [false, false, true]);
+    assert_eq!(bursts, [false, false, true, false]);
 }
 
 /// One transpose tile through `simd::tile_f32` with a scratch of

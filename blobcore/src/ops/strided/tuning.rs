@@ -20,7 +20,9 @@
 //! (session 73). AMD Zen 4 (family 25 with more than 512 KiB of L2 per
 //! core: session 82's 2-core VM, an EPYC of family 25, model 17, 1 MiB of
 //! L2 per core, 32 MiB of L3, AVX-512) streams best with the square
-//! tiles, as the Intel Xeons do (see [`Tuning::host`]). Each family keeps
+//! tiles, as the Intel Xeons do, except in tiles of runs of 64 bytes and
+//! more, which read long streams as on Zen 5 ([`Tuning::SquareLongRuns`];
+//! see [`Tuning::host`] and [`Tuning::run_tile`]). Each family keeps
 //! the shapes it was measured with; a processor of neither vendor gets
 //! the square ones.
 //! The far-row rules (`nest.rs`'s `STREAM_ROWS`, whole rows, split rows)
@@ -45,6 +47,10 @@ pub(super) enum Tuning {
     /// [`Tuning::batched_rows_in_bursts`] and
     /// [`Tuning::rows_in_bursts`]).
     RowBursts,
+    /// [`Tuning::Square`]'s shapes, except tiles of runs of 64 bytes and
+    /// more, which take [`Tuning::LongReads`]' (AMD Zen 4: see
+    /// [`Tuning::run_tile`]).
+    SquareLongRuns,
 }
 
 /// Bytes a tile of runs reads (and writes) with [`Tuning::Square`]:
@@ -55,9 +61,9 @@ const RUN_TILE_BYTES: usize = 128 << 10;
 const LONG_READ_BYTES: usize = 16 << 10;
 
 impl Tuning {
-    /// Both tunings, for tests that check every plan against an oracle.
+    /// Every tuning, for tests that check every plan against an oracle.
     #[cfg(test)]
-    pub(super) const ALL: [Tuning; 3] = [Tuning::Square, Tuning::LongReads, Tuning::RowBursts];
+    pub(super) const ALL: [Tuning; 4] = [Tuning::Square, Tuning::LongReads, Tuning::RowBursts, Tuning::SquareLongRuns];
 
     /// The tuning of the processor this process runs on (looked up once;
     /// never waited for, so no fork can leave it half made).
@@ -68,7 +74,7 @@ impl Tuning {
 
     /// The tuning of a processor: AMD's with at most 512 KiB of L2 per
     /// core (Zen 3 and older) [`Tuning::RowBursts`]; AMD's family 25 (Zen
-    /// 4) or an older one with more [`Tuning::Square`]; later AMD
+    /// 4) or an older one with more [`Tuning::SquareLongRuns`]; later AMD
     /// families (Zen 5, family 26) and AMD's whose family CPUID does not
     /// give [`Tuning::LongReads`]; every other processor
     /// [`Tuning::Square`].
@@ -85,11 +91,14 @@ impl Tuning {
     /// 47.7 / 55.5, NCHW->NHWC at C = 64 36.0 / 55.8 and at C = 256 48.3 /
     /// 58.4, NHWC->NCHW at C = 64 36.6 / 48.3 and at C = 256 46.5 / 54.5
     /// (raw figures in `docs/vm-runs/2026-12-06-session-82/`). The row
-    /// bursts were slower than both in a first round.
+    /// bursts were slower than both in a first round. The square tiles
+    /// lost at 128 MiB on the tiles of runs of 64 bytes, which Zen 4
+    /// therefore plans as Zen 5 does ([`Tuning::SquareLongRuns`], session
+    /// 83; see [`Tuning::run_tile`]).
     fn of(amd: bool, family: Option<u32>, l2_kib: Option<u32>) -> Tuning {
         match (amd, family, l2_kib) {
             (true, _, Some(kib)) if kib <= 512 => Tuning::RowBursts,
-            (true, Some(f), _) if f <= ZEN_4_FAMILY => Tuning::Square,
+            (true, Some(f), _) if f <= ZEN_4_FAMILY => Tuning::SquareLongRuns,
             (true, _, _) => Tuning::LongReads,
             (false, _, _) => Tuning::Square,
         }
@@ -112,14 +121,27 @@ impl Tuning {
     /// (1 GiB, runs of 512 bytes) 48.9-65.4 ms -> 41.6-55.6 ms. Runs of 32
     /// bytes (nChw16c -> nChw8c) were slower with 4 streams (5.3-5.7 ms
     /// -> 6.8-8.9 ms at 128 MiB), so shorter runs keep the square tiles.
+    ///
+    /// SquareLongRuns: as LongReads. On session 83's Zen 4 VM (family 25,
+    /// model 17), the square and the long-read tiles of runs alternated
+    /// in one binary (all other shapes square), two rounds at 128 MiB:
+    /// `transposed (0,2)` of `[64, 128, 256, 16]` 10.5 and 9.4 ms -> 5.7
+    /// and 5.8 ms (0.55-0.59x -> 0.96-0.97x of the streamed copy), `(1,2)`
+    /// 8.1 and 8.6 -> 5.7 and 5.8 ms (0.61-0.71x -> 0.97-0.98x), the
+    /// reorders of runs of 32 bytes unchanged (square either way); six
+    /// rounds at 1 GiB (runs of 512 bytes), level within the noise: the
+    /// best of six 43.8 -> 40.6 ms for `(0,2)`, 36.7 -> 31.6 ms for
+    /// `(1,2)` (a streamed copy: 26-46 ms).
     pub(super) fn run_tile(self, run_bytes: usize) -> (usize, usize) {
         match self {
             Tuning::Square => {
                 let edge = (RUN_TILE_BYTES / run_bytes.max(1)).isqrt().clamp(4, 64);
                 (edge, edge)
             }
-            Tuning::LongReads | Tuning::RowBursts if run_bytes >= 64 => ((LONG_READ_BYTES / run_bytes).clamp(4, 256), 4),
-            Tuning::LongReads | Tuning::RowBursts => Tuning::Square.run_tile(run_bytes),
+            Tuning::LongReads | Tuning::RowBursts | Tuning::SquareLongRuns if run_bytes >= 64 => {
+                ((LONG_READ_BYTES / run_bytes).clamp(4, 256), 4)
+            }
+            Tuning::LongReads | Tuning::RowBursts | Tuning::SquareLongRuns => Tuning::Square.run_tile(run_bytes),
         }
     }
 
@@ -135,7 +157,7 @@ impl Tuning {
     /// pieces of 1 KiB fell between.
     pub(super) fn split_row_bytes(self) -> usize {
         match self {
-            Tuning::Square => super::nest::SPLIT_ROW_BYTES,
+            Tuning::Square | Tuning::SquareLongRuns => super::nest::SPLIT_ROW_BYTES,
             Tuning::LongReads | Tuning::RowBursts => super::nest::WHOLE_ROW_BYTES,
         }
     }
@@ -167,7 +189,7 @@ impl Tuning {
     /// within the noise.
     pub(super) fn batch_floats(self) -> usize {
         match self {
-            Tuning::Square => super::BATCH_FLOATS,
+            Tuning::Square | Tuning::SquareLongRuns => super::BATCH_FLOATS,
             Tuning::LongReads | Tuning::RowBursts => 4 * super::BATCH_FLOATS,
         }
     }
@@ -333,7 +355,7 @@ mod tests {
         // (AMD, family, L2 KiB) as CPUID reports them on the machines measured.
         assert_eq!(Tuning::of(true, Some(0x19), Some(512)), Tuning::RowBursts, "Zen 3");
         assert_eq!(Tuning::of(true, Some(0x17), Some(512)), Tuning::RowBursts, "Zen 2");
-        assert_eq!(Tuning::of(true, Some(0x19), Some(1024)), Tuning::Square, "Zen 4");
+        assert_eq!(Tuning::of(true, Some(0x19), Some(1024)), Tuning::SquareLongRuns, "Zen 4");
         assert_eq!(Tuning::of(true, Some(0x1A), Some(1024)), Tuning::LongReads, "Zen 5");
         assert_eq!(Tuning::of(false, Some(6), Some(2048)), Tuning::Square, "Intel");
         assert_eq!(Tuning::of(false, None, None), Tuning::Square, "unknown");
