@@ -250,8 +250,9 @@ macro_rules! int_element {
     // `$excess`: bits that are all zero for |x| < 2^53 (-2^53 included),
     // or'ed over a run so that the check vectorizes with plain 64-bit adds,
     // shifts and ors.
-    // `$wide`: a whole-slice path tried first (AVX2 for the 64-bit
-    // types); false when it did nothing.
+    // `$wide`: a whole-slice path tried first (for the 64-bit types
+    // AVX-512, which takes values past 2^53 too, else AVX2); false when
+    // it did nothing.
     ($t:ty, $d:expr, $held:expr, $excess:expr, $wide:expr) => {
         // SAFETY: primitive integers are plain old data of the dtype's size.
         unsafe impl Element for $t {
@@ -309,7 +310,8 @@ macro_rules! int_element {
 }
 int_element!(i32, DType::I32, |_| true, |_| 0, |_, _| false);
 int_element!(i64, DType::I64, |x| x.unsigned_abs() <= 1 << 53, |x| (x as u64).wrapping_add(1 << 53) >> 54, |xs, f| {
-    crate::integer_scale_avx2::scale_64(xs, f, false, |x| <i64 as Arith>::scale(x, f))
+    let scalar = |x| <i64 as Arith>::scale(x, f);
+    crate::integer_scale_avx512::scale_64(xs, f, false, scalar) || crate::integer_scale_avx2::scale_64(xs, f, false, scalar)
 });
 int_element!(u8, DType::U8, |_| true, |_| 0, |_, _| false);
 int_element!(i8, DType::I8, |_| true, |_| 0, |_, _| false);
@@ -319,7 +321,8 @@ int_element!(u32, DType::U32, |_| true, |_| 0, |_, _| false);
 int_element!(u64, DType::U64, |x| x <= 1 << 53, |x| x >> 53, |xs, f| {
     // The same 8-byte words read as int64 (the kernel reads uint64 as
     // their bits); `scalar` turns them back.
-    crate::integer_scale_avx2::scale_64(bytemuck::cast_slice_mut(xs), f, true, |x| <u64 as Arith>::scale(x as u64, f) as i64)
+    let (xs, scalar) = (bytemuck::cast_slice_mut(xs), |x| <u64 as Arith>::scale(x as u64, f) as i64);
+    crate::integer_scale_avx512::scale_64(xs, f, true, scalar) || crate::integer_scale_avx2::scale_64(xs, f, true, scalar)
 });
 
 // SAFETY: f32 is plain old data of 4 bytes; every bit pattern is a float.

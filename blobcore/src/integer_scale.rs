@@ -12,16 +12,16 @@
 /// The factor `±m · 2^e` (`m` an integer of at most 53 bits); split per
 /// element, a loop invariant the compiler lifts out of `scale_slice`.
 #[derive(Clone, Copy)]
-struct Split {
-    negative: bool,
-    m: u64,
-    e: i32,
+pub(crate) struct Split {
+    pub(crate) negative: bool,
+    pub(crate) m: u64,
+    pub(crate) e: i32,
 }
 
 impl Split {
     /// None for infinities and NaN.
     #[inline]
-    fn of(factor: f64) -> Option<Split> {
+    pub(crate) fn of(factor: f64) -> Option<Split> {
         if !factor.is_finite() {
             return None;
         }

@@ -13,6 +13,11 @@
 //! bit for bit: float64 holds such `x` exactly, the product is the same
 //! IEEE multiply, and truncating it then converting it exactly is what
 //! `as` does in range (property test `avx2_scale_is_the_scalar_scale`).
+//!
+//! Processors with AVX-512 F and DQ run `integer_scale_avx512` instead,
+//! which converts in one instruction and multiplies values past 2^53
+//! exactly in the vector registers; this kernel takes the factors that
+//! one leaves (see there).
 
 // Miri runs the scalar path only (it has no AVX2), so there the kernel
 // and its constants are unused.

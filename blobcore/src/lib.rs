@@ -60,6 +60,7 @@ pub mod float8;
 pub mod index;
 pub(crate) mod integer_scale;
 pub(crate) mod integer_scale_avx2;
+pub(crate) mod integer_scale_avx512;
 pub mod lent_back;
 pub mod raw;
 pub mod io;
