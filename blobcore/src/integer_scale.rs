@@ -7,7 +7,10 @@
 //! wherever the float64 product is exact (factors such as 1, -1, 2 or
 //! 0.5). `Arith::scale` for the integer types (in `dtype`) chooses per
 //! element, `Arith::scale_slice` per run of 256; for the dtypes of 32
-//! bits and less the choice folds away, leaving the float64 loop.
+//! bits and less the choice folds away, leaving the float64 loop. For
+//! int64 and uint64, `scale_slice` tries the vector kernels first
+//! (`integer_scale_avx512`, then `integer_scale_avx2`), which give the
+//! same result for every element.
 
 /// The factor `±m · 2^e` (`m` an integer of at most 53 bits); split per
 /// element, a loop invariant the compiler lifts out of `scale_slice`.
