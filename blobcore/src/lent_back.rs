@@ -48,13 +48,13 @@ pub(crate) fn dense_on(storage: Arc<Storage>, engine: &Engine, dtype: DType, sha
     Blob::dense_in_place(engine, dtype, shape, storage, offset, count, false)
 }
 
-/// [`dense_on`] at `offset` (from [`offset_in`]; `None` when the bytes
-/// may not share the storage) when `shape` fits the `byte_len` bytes lent.
-fn share_at(storage: &Arc<Storage>, engine: &Engine, dtype: DType, shape: Shape, byte_len: usize, offset: Option<usize>) -> Option<Blob> {
+/// [`dense_on`] at `offset` (from [`offset_in`]) when `shape` fits the
+/// `byte_len` bytes lent.
+fn share_at(storage: &Arc<Storage>, engine: &Engine, dtype: DType, shape: Shape, byte_len: usize, offset: usize) -> Option<Blob> {
     if shape.byte_size(dtype).ok()? > byte_len {
         return None;
     }
-    Some(dense_on(Arc::clone(storage), engine, dtype, shape, offset?))
+    Some(dense_on(Arc::clone(storage), engine, dtype, shape, offset))
 }
 
 impl Export {
@@ -71,7 +71,7 @@ impl Export {
     /// NumPy's array from `from_dlpack`, blobcore's own DLPack export
     /// coming back to its import).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
-        let offset = self.shared_offset(engine, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only);
+        let offset = self.shared_offset(engine, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
         share_at(self.storage(), engine, dtype, shape, byte_len, offset)
     }
 }
@@ -89,7 +89,7 @@ impl Blob {
     /// whose memory it lends (see the module docs).
     pub fn share_returned(&self, engine: &Engine, dtype: DType, shape: Shape, ptr: NonNull<u8>, byte_len: usize, read_only: bool) -> Option<Blob> {
         let storage = Arc::clone(&self.state().storage);
-        let offset = offset_in(&storage, engine, false, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only);
+        let offset = offset_in(&storage, engine, false, ptr.as_ptr() as usize, byte_len, dtype.size(), read_only)?;
         share_at(&storage, engine, dtype, shape, byte_len, offset)
     }
 }

@@ -233,8 +233,9 @@ pub(super) const WHOLE_ROW_BYTES: usize = 2 << 10;
 /// 0.59-0.63x -> 0.67x of the streamed copy, `permute [1, 3, 5, 0, 2,
 /// 4]` 0.67-0.71x -> 0.72-0.75x (pieces of 256 or 1024 bytes no better;
 /// batching 2 or 4 steps of the inside loop into each tile, for longer
-/// destination runs, worse: 0.50-0.58x). [`Tuning::Square`]'s size;
-/// [`Tuning::LongReads`] takes the rows whole (see `tuning.rs`).
+/// destination runs, worse: 0.50-0.58x). [`Tuning::Square`]'s and
+/// [`Tuning::SquareLongRuns`]' size; [`Tuning::LongReads`] takes the rows
+/// whole (see `tuning.rs`).
 pub(super) const SPLIT_ROW_BYTES: usize = 512;
 
 /// The loops of a tiled body over loops `i = axes[p]` and `j = axes[q]`:
