@@ -533,11 +533,68 @@ impl Blob {
         self.permuted_in(&self.state(), axes)
     }
 
+    /// [`Blob::permuted_in`] of a dense, non-empty blob of rank <= 8 (the
+    /// common `b.T`, `transpose`) with `axes` already checked to be a
+    /// permutation: the view's dims and strides worked out once on the
+    /// stack, with none of the general path's intermediate vectors (which
+    /// spend about a third of its time). Its origin is 0 and its span the
+    /// parent's count, as a permutation reaches the same elements. `None`
+    /// for anything else, which the general path handles. Unit property
+    /// test: `a_dense_permuted_view_is_the_general_paths_view`.
+    #[inline]
+    fn dense_permuted(&self, st: &State, axes: &[usize]) -> Option<Blob> {
+        const N: usize = crate::layout::INLINE;
+        let dims = st.shape.dims();
+        let rank = dims.len();
+        let count = st.shape.count();
+        if !st.is_dense() || rank > N || count == 0 {
+            return None;
+        }
+        // Row-major element strides: they multiply to the count, which
+        // fits in i64 (a Shape invariant), so nothing overflows.
+        let mut stride = [0isize; N];
+        let mut unit = 1isize;
+        for a in (0..rank).rev() {
+            stride[a] = unit;
+            unit *= dims[a] as isize;
+        }
+        let (mut out_dims, mut out_strides) = ([0usize; N], [0isize; N]);
+        for (i, &a) in axes.iter().enumerate() {
+            out_dims[i] = dims[a];
+            // Stride 1 on axes of length 1, as `Strided::of_checked` sets.
+            out_strides[i] = if dims[a] <= 1 { 1 } else { stride[a] };
+        }
+        let placement = if crate::layout::is_row_major(&out_dims[..rank], &out_strides[..rank], 1) {
+            Placement::Dense
+        } else {
+            Placement::Strided(Strided::of_checked(self.dtype(), &out_dims[..rank], SmallVec::from_buf_and_len(out_strides, rank), 0, count))
+        };
+        let shape = st.shape.permuted_inline(out_dims, rank);
+        let state = State {
+            capacity: count,
+            shape,
+            storage: Arc::clone(&st.storage),
+            offset: st.offset,
+            view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
+            placement,
+        };
+        Some(self.derived(state))
+    }
+
     fn permuted_in(&self, st: &State, axes: &[usize]) -> Result<Blob> {
         let rank = st.shape.rank();
         if !crate::layout::is_permutation(axes, rank) {
             return Err(err!(InvalidArgument, "axes {axes:?} are not a permutation of 0..{rank}"));
         }
+        match self.dense_permuted(st, axes) {
+            Some(b) => Ok(b),
+            None => self.permuted_general(st, axes),
+        }
+    }
+
+    /// [`Blob::permuted_in`] of any blob, `axes` checked: blocked ones
+    /// through their desc, dense and strided ones from their strides.
+    fn permuted_general(&self, st: &State, axes: &[usize]) -> Result<Blob> {
         if let Some(d) = st.blocked() {
             let d = d.clone();
             return self.blocked_view(st, &d, &[], Some(axes), ViewKind::Indexed);
@@ -761,5 +818,84 @@ mod tests {
             let st = b.state();
             assert!(b.basic_dense_view(&st, &key).is_none(), "{key:?}");
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, rng_seed: proptest::test_runner::RngSeed::Fixed(841), ..Default::default() })]
+        /// Random permutations of dense blobs of rank 0 to 8 (dims of 0 to
+        /// 4, so length-1 and empty axes too), the blob itself at an
+        /// offset (a row of a larger one): the stack path gives the view
+        /// the general path gives (dims, offset, capacity, layout,
+        /// strides, reach and values), or leaves it to the general path
+        /// (empty blobs only, among these).
+        #[test]
+        fn a_dense_permuted_view_is_the_general_paths_view(
+            dims in proptest::collection::vec(0usize..5, 0..9),
+            keys in proptest::collection::vec(proptest::num::u32::ANY, 9),
+            row in proptest::bool::ANY,
+        ) {
+            let whole: Vec<usize> = std::iter::once(2).chain(dims.iter().copied()).collect();
+            let b = if row { ramp(&whole).index(&[Index::At(1)]).unwrap() } else { ramp(&dims) };
+            // A random permutation: the axes sorted by random keys.
+            let mut axes: Vec<usize> = (0..dims.len()).collect();
+            axes.sort_by_key(|&a| keys[a]);
+            let st = b.state();
+            let fast = b.dense_permuted(&st, &axes);
+            let general = b.permuted_general(&st, &axes).unwrap();
+            drop(st);
+            let Some(fast) = fast else {
+                proptest::prop_assert_eq!(b.count(), 0);
+                return Ok(());
+            };
+            proptest::prop_assert_eq!(fast.dims(), general.dims());
+            let (f, g) = (fast.state(), general.state());
+            proptest::prop_assert_eq!(f.offset, g.offset);
+            proptest::prop_assert_eq!(f.capacity, g.capacity);
+            proptest::prop_assert_eq!(f.is_dense(), g.is_dense());
+            let (fp, gp) = (f.placement.plain_strides(f.shape.dims()).unwrap(), g.placement.plain_strides(g.shape.dims()).unwrap());
+            proptest::prop_assert_eq!(fp, gp);
+            proptest::prop_assert_eq!(f.shape.count(), g.shape.count());
+            drop((f, g));
+            proptest::prop_assert_eq!(fast.desc(), general.desc());
+            proptest::prop_assert_eq!(values(&fast), values(&general));
+            // What NumPy's transpose gives, element by element: element
+            // (i_0, ...) of the view is element (j_axes[0] = i_0, ...) of
+            // the blob.
+            let src = values(&b);
+            let out = values(&fast);
+            let pd: Vec<usize> = axes.iter().map(|&a| dims[a]).collect();
+            let mut idx = vec![0usize; dims.len()];
+            for v in out {
+                let mut j = vec![0usize; dims.len()];
+                for (k, &a) in axes.iter().enumerate() {
+                    j[a] = idx[k];
+                }
+                let flat = j.iter().zip(&dims).fold(0, |acc, (&i, &d)| acc * d + i);
+                proptest::prop_assert_eq!(v, src[flat]);
+                for k in (0..pd.len()).rev() {
+                    idx[k] += 1;
+                    if idx[k] < pd[k] { break; }
+                    idx[k] = 0;
+                }
+            }
+        }
+    }
+
+    /// The stack path is taken for the blobs it is for (a test of the
+    /// test above, which would pass vacuously if it always declined).
+    #[test]
+    fn the_dense_permuted_view_takes_dense_blobs() {
+        let b = ramp(&[4, 5, 6, 7]);
+        let st = b.state();
+        assert!(b.dense_permuted(&st, &[3, 2, 1, 0]).is_some());
+        assert!(b.dense_permuted(&st, &[0, 1, 2, 3]).is_some());
+        drop(st);
+        let t = b.reversed_view().unwrap();
+        let st = t.state();
+        assert!(t.dense_permuted(&st, &[3, 2, 1, 0]).is_none(), "a strided blob");
+        drop(st);
+        let e = ramp(&[2, 0, 3]);
+        let st = e.state();
+        assert!(e.dense_permuted(&st, &[2, 1, 0]).is_none(), "an empty blob");
     }
 }
