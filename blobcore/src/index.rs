@@ -501,16 +501,29 @@ impl Blob {
             n += 1;
         }
         let (vd, vs) = (&out_dims[..n], &out_strides[..n]);
-        let shape = Shape::new(vd).ok()?;
         let first = st.offset + offset;
+        // Every dim is at least 1 (an empty range declined above) and at
+        // most the parent's along a distinct axis, so the count is at
+        // most the parent's.
+        let count: usize = vd.iter().product();
         if crate::layout::is_row_major(vd, vs, 1) {
-            let count = shape.count();
+            let shape = Shape::inline_of_checked(out_dims, n, count);
             return Some(self.view_at(st, shape, first, Placement::Dense, count, 0, ViewKind::Indexed));
         }
-        // What the view reaches below element 0 and in all (it lies
-        // inside the blob, so neither overflows).
-        let (origin, span) = crate::layout::strided_span(vd.iter().copied().zip(vs.iter().copied())).ok()?;
-        let placement = Placement::Strided(Strided::of_checked(self.dtype(), vd, SmallVec::from_slice(vs), origin, span));
+        // What the view reaches below element 0 and in all: its elements
+        // lie inside the blob, so no sum passes the parent's count.
+        let (mut origin, mut reach) = (0usize, 0usize);
+        for (&d, &s) in vd.iter().zip(vs) {
+            let r = (d - 1) * s.unsigned_abs();
+            reach += r;
+            if s < 0 {
+                origin += r;
+            }
+        }
+        let span = reach + 1;
+        debug_assert_eq!(crate::layout::strided_span(vd.iter().copied().zip(vs.iter().copied())).ok(), Some((origin, span)));
+        let placement = Placement::Strided(Strided::of_checked(self.dtype(), vd, SmallVec::from_buf_and_len(out_strides, n), origin, span));
+        let shape = Shape::inline_of_checked(out_dims, n, count);
         Some(self.view_at(st, shape, first, placement, span, origin, ViewKind::Indexed))
     }
 

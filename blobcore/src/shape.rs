@@ -164,6 +164,17 @@ impl Shape {
         Shape { dims, count: self.count, extent: self.extent }
     }
 
+    /// The shape of the first `rank` entries of `dims` (the caller's
+    /// stack buffer, which becomes the inline storage whole), none of
+    /// them 0, whose product `count` the caller has worked out and knows
+    /// to fit (a view's dims, each at most the parent's along a distinct
+    /// axis): [`Shape::new`] without the checks.
+    #[inline]
+    pub(crate) fn inline_of_checked(dims: [usize; 8], rank: usize, count: usize) -> Shape {
+        debug_assert!(dims[..rank].iter().all(|&d| d > 0) && Shape::new(&dims[..rank]).map(|s| s.count()).ok() == Some(count));
+        Shape { dims: SmallVec::from_buf_and_len(dims, rank), count, extent: count }
+    }
+
     /// [`Shape::permuted`] with the permuted dims already in the first
     /// `rank` entries of `dims` (the caller's stack buffer, which becomes
     /// the inline storage whole): the same dims in another order, so the
