@@ -438,15 +438,14 @@ impl Blob {
             offset += i * unit;
             unit *= d;
         }
-        let state = State {
+        Some(Ok(self.derived_with(|| State {
             capacity: count,
             offset: st.offset + offset,
             shape,
             storage: Arc::clone(&st.storage),
             view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
             placement: Placement::Dense,
-        };
-        Some(Ok(self.derived(state)))
+        })))
     }
 
     /// `b[::2, 1]`, `b[:, 1:3]`, ... of a dense blob of rank <= 8 (keys
@@ -582,16 +581,14 @@ impl Blob {
         } else {
             Placement::Strided(Strided::of_checked(self.dtype(), &out_dims[..rank], SmallVec::from_buf_and_len(out_strides, rank), 0, count))
         };
-        let shape = st.shape.permuted_inline(out_dims, rank);
-        let state = State {
+        Some(self.derived_with(|| State {
             capacity: count,
-            shape,
+            shape: st.shape.permuted_inline(out_dims, rank),
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
             placement,
-        };
-        Some(self.derived(state))
+        }))
     }
 
     fn permuted_in(&self, st: &State, axes: &[usize]) -> Result<Blob> {
