@@ -505,10 +505,7 @@ impl Blob {
         // most the parent's along a distinct axis, so the count is at
         // most the parent's.
         let count: usize = vd.iter().product();
-        if crate::layout::is_row_major(vd, vs, 1) {
-            let shape = Shape::inline_of_checked(out_dims, n, count);
-            return Some(self.view_at(st, shape, first, Placement::Dense, count, 0, ViewKind::Indexed));
-        }
+        let dense = crate::layout::is_row_major(vd, vs, 1);
         // What the view reaches below element 0 and in all: its elements
         // lie inside the blob, so no sum passes the parent's count.
         let (mut origin, mut reach) = (0usize, 0usize);
@@ -521,9 +518,27 @@ impl Blob {
         }
         let span = reach + 1;
         debug_assert_eq!(crate::layout::strided_span(vd.iter().copied().zip(vs.iter().copied())).ok(), Some((origin, span)));
-        let placement = Placement::Strided(Strided::of_checked(self.dtype(), vd, SmallVec::from_buf_and_len(out_strides, n), origin, span));
-        let shape = Shape::inline_of_checked(out_dims, n, count);
-        Some(self.view_at(st, shape, first, placement, span, origin, ViewKind::Indexed))
+        // The view's base is its lowest element, inside the parent's
+        // storage (checked again here, as `view_at` does).
+        let base = first.checked_sub(origin)?;
+        if (base + span) * self.dtype().size() > st.storage.len() {
+            return Some(Err(err!(Internal, "indexed view exceeds the storage")));
+        }
+        // The shape and placement are built inside `make`, after the
+        // record's allocation, straight into it.
+        let dtype = self.dtype();
+        Some(Ok(self.derived_with(|| State {
+            capacity: count,
+            shape: Shape::inline_of_checked(out_dims, n, count),
+            storage: Arc::clone(&st.storage),
+            offset: base,
+            view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
+            placement: if dense {
+                Placement::Dense
+            } else {
+                Placement::Strided(Strided::of_checked(dtype, &out_dims[..n], SmallVec::from_buf_and_len(out_strides, n), origin, span))
+            },
+        })))
     }
 
     /// NumPy's `b.T`: the axes reversed, as a view.
@@ -576,18 +591,20 @@ impl Blob {
             // Stride 1 on axes of length 1, as `Strided::of_checked` sets.
             out_strides[i] = if dims[a] <= 1 { 1 } else { stride[a] };
         }
-        let placement = if crate::layout::is_row_major(&out_dims[..rank], &out_strides[..rank], 1) {
-            Placement::Dense
-        } else {
-            Placement::Strided(Strided::of_checked(self.dtype(), &out_dims[..rank], SmallVec::from_buf_and_len(out_strides, rank), 0, count))
-        };
+        let dense = crate::layout::is_row_major(&out_dims[..rank], &out_strides[..rank], 1);
+        // The placement and shape are built inside `make`, after the
+        // record's allocation, straight into it.
         Some(self.derived_with(|| State {
             capacity: count,
             shape: st.shape.permuted_inline(out_dims, rank),
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),
-            placement,
+            placement: if dense {
+                Placement::Dense
+            } else {
+                Placement::Strided(Strided::of_checked(self.dtype(), &out_dims[..rank], SmallVec::from_buf_and_len(out_strides, rank), 0, count))
+            },
         }))
     }
 
