@@ -464,14 +464,7 @@ impl Blob {
         if !st.is_dense() || rank > N || key.len() > rank || st.shape.count() == 0 {
             return None;
         }
-        // Row-major element strides; they multiply to at most the count,
-        // which fits in i64 (a Shape invariant), so nothing overflows.
-        let mut stride = [0isize; N];
-        let mut unit = 1isize;
-        for a in (0..rank).rev() {
-            stride[a] = unit;
-            unit *= dims[a] as isize;
-        }
+        let stride = row_major_inline(dims);
         let (mut out_dims, mut out_strides, mut n) = ([0usize; N], [0isize; N], 0);
         // Element 0's offset from the blob's: each selected position lies
         // inside the blob, so the sum is below its count.
@@ -577,14 +570,7 @@ impl Blob {
         if !st.is_dense() || rank > N || count == 0 {
             return None;
         }
-        // Row-major element strides: they multiply to the count, which
-        // fits in i64 (a Shape invariant), so nothing overflows.
-        let mut stride = [0isize; N];
-        let mut unit = 1isize;
-        for a in (0..rank).rev() {
-            stride[a] = unit;
-            unit *= dims[a] as isize;
-        }
+        let stride = row_major_inline(dims);
         let (mut out_dims, mut out_strides) = ([0usize; N], [0isize; N]);
         for (i, &a) in axes.iter().enumerate() {
             out_dims[i] = dims[a];
@@ -663,6 +649,21 @@ impl Blob {
         };
         self.view_of(st, base, p, ViewKind::Indexed)
     }
+}
+
+/// The row-major element strides of the dims of a non-empty blob of rank
+/// at most [`crate::layout::INLINE`], on the stack (the stack paths of
+/// `basic_dense_view` and `dense_permuted`). They multiply to the
+/// count, which fits in i64 (a Shape invariant), so nothing overflows.
+#[inline(always)]
+fn row_major_inline(dims: &[usize]) -> [isize; crate::layout::INLINE] {
+    let mut stride = [0isize; crate::layout::INLINE];
+    let mut unit = 1isize;
+    for a in (0..dims.len()).rev() {
+        stride[a] = unit;
+        unit *= dims[a] as isize;
+    }
+    stride
 }
 
 #[cfg(test)]
@@ -792,6 +793,23 @@ mod tests {
         assert_eq!(&e.byte_strides()[..], [4, 48, 16]);
     }
 
+    /// The stack paths' views are the general paths' views: dims, offset,
+    /// capacity, layout, strides, reach, count, desc and values.
+    fn same_view(fast: &Blob, general: &Blob) -> Result<(), proptest::test_runner::TestCaseError> {
+        proptest::prop_assert_eq!(fast.dims(), general.dims());
+        let (f, g) = (fast.state(), general.state());
+        proptest::prop_assert_eq!(f.offset, g.offset);
+        proptest::prop_assert_eq!(f.capacity, g.capacity);
+        proptest::prop_assert_eq!(f.is_dense(), g.is_dense());
+        let (fp, gp) = (f.placement.plain_strides(f.shape.dims()).unwrap(), g.placement.plain_strides(g.shape.dims()).unwrap());
+        proptest::prop_assert_eq!(fp, gp);
+        proptest::prop_assert_eq!(f.shape.count(), g.shape.count());
+        drop((f, g));
+        proptest::prop_assert_eq!(fast.desc(), general.desc());
+        proptest::prop_assert_eq!(values(fast), values(general));
+        Ok(())
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, rng_seed: proptest::test_runner::RngSeed::Fixed(32), ..Default::default() })]
 
@@ -819,16 +837,7 @@ mod tests {
             let general = b.index_plan(&st, &key).and_then(|(p, base)| b.view_of(&st, base, p, ViewKind::Indexed));
             drop(st);
             let Some(fast) = fast else { return Ok(()) };
-            let (fast, general) = (fast.unwrap(), general.unwrap());
-            proptest::prop_assert_eq!(fast.dims(), general.dims());
-            let (f, g) = (fast.state(), general.state());
-            proptest::prop_assert_eq!(f.offset, g.offset);
-            proptest::prop_assert_eq!(f.capacity, g.capacity);
-            proptest::prop_assert_eq!(f.is_dense(), g.is_dense());
-            let (fp, gp) = (f.placement.plain_strides(f.shape.dims()).unwrap(), g.placement.plain_strides(g.shape.dims()).unwrap());
-            proptest::prop_assert_eq!(fp, gp);
-            drop((f, g));
-            proptest::prop_assert_eq!(values(&fast), values(&general));
+            same_view(&fast.unwrap(), &general.unwrap())?;
         }
     }
 
@@ -874,17 +883,7 @@ mod tests {
                 proptest::prop_assert_eq!(b.count(), 0);
                 return Ok(());
             };
-            proptest::prop_assert_eq!(fast.dims(), general.dims());
-            let (f, g) = (fast.state(), general.state());
-            proptest::prop_assert_eq!(f.offset, g.offset);
-            proptest::prop_assert_eq!(f.capacity, g.capacity);
-            proptest::prop_assert_eq!(f.is_dense(), g.is_dense());
-            let (fp, gp) = (f.placement.plain_strides(f.shape.dims()).unwrap(), g.placement.plain_strides(g.shape.dims()).unwrap());
-            proptest::prop_assert_eq!(fp, gp);
-            proptest::prop_assert_eq!(f.shape.count(), g.shape.count());
-            drop((f, g));
-            proptest::prop_assert_eq!(fast.desc(), general.desc());
-            proptest::prop_assert_eq!(values(&fast), values(&general));
+            same_view(&fast, &general)?;
             // What NumPy's transpose gives, element by element: element
             // (i_0, ...) of the view is element (j_axes[0] = i_0, ...) of
             // the blob.
