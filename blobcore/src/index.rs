@@ -582,7 +582,7 @@ impl Blob {
         // record's allocation, straight into it.
         Some(self.derived_with(|| State {
             capacity: count,
-            shape: st.shape.permuted_inline(out_dims, rank),
+            shape: Shape::inline_of_checked(out_dims, rank, count),
             storage: Arc::clone(&st.storage),
             offset: st.offset,
             view: Some(View { parent: Some(self.clone()), kind: ViewKind::Indexed }),

@@ -175,16 +175,6 @@ impl Shape {
         Shape { dims: SmallVec::from_buf_and_len(dims, rank), count, extent: count }
     }
 
-    /// [`Shape::permuted`] with the permuted dims already in the first
-    /// `rank` entries of `dims` (the caller's stack buffer, which becomes
-    /// the inline storage whole): the same dims in another order, so the
-    /// count and extent stay.
-    #[inline]
-    pub(crate) fn permuted_inline(&self, dims: [usize; 8], rank: usize) -> Shape {
-        debug_assert!(rank == self.rank() && dims[..rank].iter().product::<usize>() == self.dims.iter().product::<usize>());
-        Shape { dims: SmallVec::from_buf_and_len(dims, rank), count: self.count, extent: self.extent }
-    }
-
     /// The dims, outermost first.
     pub fn dims(&self) -> &[usize] {
         &self.dims
