@@ -40,9 +40,11 @@ use crate::engine::Engine;
 use crate::error::{err, Result};
 use crate::export::Export;
 use crate::shape::{Shape, MAX_RANK};
+use crate::storage::Storage;
 use smallvec::SmallVec;
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// DLPack's device types (defined beside [`Export`], whose memory they
 /// place).
@@ -271,10 +273,38 @@ unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
     drop(unsafe { Box::from_raw(m as *mut Exported<DLManagedTensorVersioned>) });
 }
 
-/// Boxes `export` behind a managed tensor `make` builds around its
-/// `DLTensor` (whose shape and strides are filled in here).
+/// Boxes the export `export` makes behind a managed tensor `make` builds
+/// around its `DLTensor` (whose shape and strides are filled in here);
+/// `export`'s error is returned as it is, with nothing left allocated.
 #[inline(always)]
-fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> NonNull<M> {
+fn exported<M: Managed>(export: impl FnOnce(*mut Export) -> Result<()>, make: impl FnOnce(&Export, DLTensor) -> M) -> Result<NonNull<M>> {
+    // Leaked first: the pointers to the shape and strides handed out below
+    // are derived from the leaked allocation, not from a `Box` that is
+    // moved afterwards (moving a `Box` asserts unique access to its
+    // contents, which would invalidate them under Rust's aliasing rules;
+    // Miri reports that order as undefined behaviour).
+    //
+    // Allocated before the export is made and before any field is
+    // written, each straight into it: a record built first on the stack
+    // (about 450 bytes of narrow stores) is copied in by `memcpy`, whose
+    // wide loads wait on those stores (store forwarding): `to_dlpack +
+    // delete` 80-83 -> 66-67 ns on session 84's Zen 4 VM for the fields,
+    // and 58-59 -> 45-49 ns in session 85 for the export itself, which
+    // `export` now writes into the box (`examples/percall.rs`, alternated).
+    let raw = Box::into_raw(Box::<Exported<M>>::new_uninit()) as *mut Exported<M>;
+    // SAFETY: `raw` is the uninitialised allocation just leaked, reached
+    // through nothing else: `export` writes its field (once) on success.
+    match export(unsafe { std::ptr::addr_of_mut!((*raw).export) }) {
+        Ok(()) => {}
+        Err(e) => {
+            // SAFETY: `raw` came from `Box::into_raw` of an uninitialised
+            // box just above and holds nothing yet: it is freed as such.
+            drop(unsafe { Box::from_raw(raw as *mut std::mem::MaybeUninit<Exported<M>>) });
+            return Err(e);
+        }
+    }
+    // SAFETY: `export` was written just above; nothing else reaches `raw`.
+    let export = unsafe { &(*raw).export };
     let t = DLTensor {
         data: export.as_ptr() as *mut c_void,
         device: DLDevice { device_type: export.device().0, device_id: export.device().1 },
@@ -284,41 +314,26 @@ fn exported<M: Managed>(export: Export, make: impl FnOnce(DLTensor) -> M) -> Non
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
-    // Leaked first: the pointers to the shape and strides handed out below
-    // are derived from the leaked allocation, not from a `Box` that is
-    // moved afterwards (moving a `Box` asserts unique access to its
-    // contents, which would invalidate them under Rust's aliasing rules;
-    // Miri reports that order as undefined behaviour).
-    //
-    // Allocated before its fields are written, each straight into it: a
-    // record built first on the stack (about 450 bytes of narrow stores)
-    // is copied in by `memcpy`, whose wide loads wait on those stores
-    // (store forwarding): `to_dlpack + delete` 80-83 -> 66-67 ns on
-    // session 84's Zen 4 VM (`examples/percall.rs`, alternated).
-    let raw = Box::into_raw(Box::<Exported<M>>::new_uninit()) as *mut Exported<M>;
-    // SAFETY: `raw` is the uninitialised allocation just leaked, reached
-    // through nothing else; each field is written once, by pointer, before
-    // anything reads the record (a panic in `make` leaks the allocation,
-    // which holds nothing yet).
+    // SAFETY: as above; each remaining field is written once, by pointer,
+    // before anything reads the record (a panic in `make` or here leaks
+    // the allocation and the export in it). The shape and strides are
+    // written in elements straight from the export (no intermediate byte
+    // strides).
     unsafe {
-        std::ptr::addr_of_mut!((*raw).managed).write(make(t));
-        std::ptr::addr_of_mut!((*raw).export).write(export);
-        std::ptr::addr_of_mut!((*raw).shape).write(SmallVec::new());
-        std::ptr::addr_of_mut!((*raw).strides).write(SmallVec::new());
+        std::ptr::addr_of_mut!((*raw).managed).write(make(export, t));
+        let shape = &mut *(std::ptr::addr_of_mut!((*raw).shape) as *mut std::mem::MaybeUninit<SmallVec<[i64; 8]>>);
+        let strides = &mut *(std::ptr::addr_of_mut!((*raw).strides) as *mut std::mem::MaybeUninit<SmallVec<[i64; 8]>>);
+        export.write_dl_axes(shape, strides);
     }
-    // SAFETY: `raw` is the live allocation just leaked, reached through
-    // nothing else until it is returned.
-    let Exported { managed, export, shape, strides } = unsafe { &mut *raw };
-    // Shape and strides are written in place, in elements, straight from
-    // the export (no intermediate byte strides).
-    shape.extend(export.shape().iter().map(|&d| d as i64));
-    export.element_strides_into(strides);
+    // SAFETY: `raw` is the live allocation just leaked, every field now
+    // written, reached through nothing else until it is returned.
+    let Exported { managed, shape, strides, .. } = unsafe { &mut *raw };
     let t = managed.tensor_mut();
     (t.shape, t.strides) = (shape.as_mut_ptr(), strides.as_mut_ptr());
     managed.set_context(raw as *mut c_void);
     // SAFETY: `raw` is non-null (a box's); `managed` is the first field of
     // a repr(C) struct, so its address is the box's.
-    unsafe { NonNull::new_unchecked(raw as *mut M) }
+    Ok(unsafe { NonNull::new_unchecked(raw as *mut M) })
 }
 
 /// The export behind `owner` when blobcore itself made the tensor (its
@@ -369,19 +384,29 @@ impl Blob {
     /// `InvalidArgument`. Read-only blobs always export with `READ_ONLY`.
     /// The caller owns the result and frees it with its deleter.
     pub fn to_dlpack(&self, flags: u64) -> Result<NonNull<DLManagedTensorVersioned>> {
+        self.to_dlpack_inline(flags)
+    }
+
+    /// [`Blob::to_dlpack`], inlined into [`Blob::to_dlpack_copy`] (the C
+    /// exchange's path): a result handed back through memory between the
+    /// two was read back wider than it was written (store forwarding).
+    #[inline(always)]
+    fn to_dlpack_inline(&self, flags: u64) -> Result<NonNull<DLManagedTensorVersioned>> {
         let known = DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED;
         if flags & !known != 0 {
             return Err(err!(InvalidArgument, "DLPack export flags {flags:#x} hold bits other than READ_ONLY (1) and IS_COPIED (2)"));
         }
-        let export = self.export_for(flags & DLPACK_FLAG_BITMASK_READ_ONLY == 0)?;
-        let read_only = !export.is_writable();
-        Ok(exported(export, |dl_tensor| DLManagedTensorVersioned {
-            version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
-            manager_ctx: std::ptr::null_mut(),
-            deleter: Some(delete_versioned),
-            flags: (flags & DLPACK_FLAG_BITMASK_IS_COPIED) | if read_only { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 },
-            dl_tensor,
-        }))
+        exported(
+            // SAFETY: `exported` passes its box's export field.
+            |slot| unsafe { self.export_host_into(flags & DLPACK_FLAG_BITMASK_READ_ONLY == 0, slot) },
+            |export, dl_tensor| DLManagedTensorVersioned {
+                version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(delete_versioned),
+                flags: (flags & DLPACK_FLAG_BITMASK_IS_COPIED) | if export.is_writable() { 0 } else { DLPACK_FLAG_BITMASK_READ_ONLY },
+                dl_tensor,
+            },
+        )
     }
 
     /// The array API's export (`__dlpack__(copy=…)`, DLPack's C exchange
@@ -392,7 +417,7 @@ impl Blob {
     /// `Unsupported`). A read-only blob's shared export is `READ_ONLY`.
     pub fn to_dlpack_copy(&self, copy: Option<bool>) -> Result<NonNull<DLManagedTensorVersioned>> {
         if copy != Some(true) {
-            match self.to_dlpack(0) {
+            match self.to_dlpack_inline(0) {
                 // Only a failed share looks again: blocked layouts are copied.
                 Err(_) if copy.is_none() && self.is_blocked() => {}
                 shared => return shared,
@@ -422,7 +447,15 @@ impl Blob {
     /// read-only blob's consumer is trusted not to write). The caller owns
     /// the result and frees it with its deleter.
     pub fn to_dlpack_legacy(&self) -> Result<NonNull<DLManagedTensor>> {
-        Ok(exported(self.export()?, |dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) }))
+        exported(
+            |slot| {
+                let e = self.export()?;
+                // SAFETY: `exported` passes its box's export field, valid for a write.
+                unsafe { slot.write(e) };
+                Ok(())
+            },
+            |_, dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) },
+        )
     }
 
     /// The DLPack device a consumer finds the blob's data on
@@ -485,14 +518,20 @@ impl Blob {
     pub fn to_dlpack_cuda(&self, stream: Option<i64>, copy: Option<bool>) -> Result<NonNull<DLManagedTensorVersioned>> {
         let (export, copied) = self.cuda_export(copy, true)?;
         self.cuda_stream_sync(stream)?;
-        let read_only = !export.is_writable();
-        Ok(exported(export, |dl_tensor| DLManagedTensorVersioned {
-            version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
-            manager_ctx: std::ptr::null_mut(),
-            deleter: Some(delete_versioned),
-            flags: if copied { DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 } | if read_only { DLPACK_FLAG_BITMASK_READ_ONLY } else { 0 },
-            dl_tensor,
-        }))
+        exported(
+            |slot| {
+                // SAFETY: `exported` passes its box's export field, valid for a write.
+                unsafe { slot.write(export) };
+                Ok(())
+            },
+            |export, dl_tensor| DLManagedTensorVersioned {
+                version: DLPackVersion { major: DLPACK_MAJOR_VERSION, minor: DLPACK_MINOR_VERSION },
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(delete_versioned),
+                flags: if copied { DLPACK_FLAG_BITMASK_IS_COPIED } else { 0 } | if export.is_writable() { 0 } else { DLPACK_FLAG_BITMASK_READ_ONLY },
+                dl_tensor,
+            },
+        )
     }
 
     /// [`Blob::to_dlpack_cuda`] as a legacy `DLManagedTensor` (no flags: a
@@ -506,7 +545,14 @@ impl Blob {
             ));
         }
         self.cuda_stream_sync(stream)?;
-        Ok(exported(export, |dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) }))
+        exported(
+            |slot| {
+                // SAFETY: `exported` passes its box's export field, valid for a write.
+                unsafe { slot.write(export) };
+                Ok(())
+            },
+            |_, dl_tensor| DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) },
+        )
     }
 
     /// Imports a DLPack 1.x tensor (see the module docs for ownership). A
@@ -571,22 +617,44 @@ enum Owner {
 }
 
 impl Owner {
-    /// The export inside blobcore's own managed tensor, taken without
-    /// running the deleter (the box is freed here instead).
+    /// The storage, shape and dtype of the export inside blobcore's own
+    /// managed tensor, taken without running the deleter (the box is
+    /// freed here instead). Only these parts are read out of the box: a
+    /// move of the whole export onto the stack first cost the round trip
+    /// about 5% of its time in `memcpy` (session 85).
     ///
     /// # Safety
     /// [`own_export`] must have found this owner to be blobcore's.
-    unsafe fn into_own_export(self) -> Export {
+    unsafe fn into_own_parts(self) -> (Arc<Storage>, Shape, DType) {
         let owner = std::mem::ManuallyDrop::new(self);
         // SAFETY: the caller's promise: the pointer is the start of an
         // `Exported` box of that struct (see `own_export`), handed over
         // to us, and its deleter will not run (`owner` is not dropped).
         unsafe {
             match *owner {
-                Owner::Versioned(m) => Box::from_raw(m.as_ptr() as *mut Exported<DLManagedTensorVersioned>).export,
-                Owner::Legacy(m) => Box::from_raw(m.as_ptr() as *mut Exported<DLManagedTensor>).export,
+                Owner::Versioned(m) => take_own(m.as_ptr() as *mut Exported<DLManagedTensorVersioned>),
+                Owner::Legacy(m) => take_own(m.as_ptr() as *mut Exported<DLManagedTensor>),
             }
         }
+    }
+}
+
+/// [`Owner::into_own_parts`] of one box: its export's parts are moved
+/// out, the rest of it dropped in place and its allocation freed.
+///
+/// # Safety
+/// `p` is a live box made by [`exported`], owned by the caller and not
+/// used after this.
+unsafe fn take_own<M>(p: *mut Exported<M>) -> (Arc<Storage>, Shape, DType) {
+    // SAFETY: the caller's promise; each field is moved out or dropped
+    // once, and the allocation is then freed as uninitialised memory (the
+    // managed struct holds nothing to drop: raw pointers and numbers).
+    unsafe {
+        let parts = Export::take_parts(std::ptr::addr_of_mut!((*p).export));
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p).shape));
+        std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p).strides));
+        drop(Box::from_raw(p as *mut std::mem::MaybeUninit<Exported<M>>));
+        parts
     }
 }
 
@@ -620,9 +688,7 @@ unsafe fn import(engine: &Engine, t: DLTensor, read_only: bool, copy: Option<boo
         if let Some(offset) = own_export(&owner).and_then(|e| returned_intact(engine, e, &t, read_only)) {
             // SAFETY: `own_export` found blobcore's deleter: the tensor is
             // the start of one of our boxes, handed over to us.
-            let export = unsafe { owner.into_own_export() };
-            let dtype = export.dtype();
-            let (storage, shape) = export.into_parts();
+            let (storage, shape, dtype) = unsafe { owner.into_own_parts() };
             return Ok(crate::lent_back::dense_on(storage, engine, dtype, shape, offset));
         }
     }
