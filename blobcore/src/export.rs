@@ -149,26 +149,35 @@ impl Export {
             });
             return;
         }
-        let (mut d, mut st) = ([0i64; N], [0i64; N]);
-        match &self.strides {
-            Some(s) => {
-                for i in 0..n {
-                    d[i] = dims[i] as i64;
-                    st[i] = (s[i] / es) as i64;
+        // Written element by element into the slots' inline buffers: two
+        // arrays filled on the stack and then moved in were read back
+        // wider than they were written (store-forwarding stalls).
+        let (shape, strides) = (shape.write(SmallVec::new()), strides.write(SmallVec::new()));
+        let (d, st) = (shape.as_mut_ptr(), strides.as_mut_ptr());
+        // SAFETY: both vectors are empty and inline, with room for N >= n
+        // elements: each of the first n is written once, then the lengths
+        // are set to n.
+        unsafe {
+            match &self.strides {
+                Some(s) => {
+                    for i in 0..n {
+                        d.add(i).write(dims[i] as i64);
+                        st.add(i).write((s[i] / es) as i64);
+                    }
+                }
+                None => {
+                    // As `fill_row_major_strides` with a unit of one element.
+                    let mut acc = 1i64;
+                    for i in (0..n).rev() {
+                        d.add(i).write(dims[i] as i64);
+                        st.add(i).write(acc);
+                        acc = acc.saturating_mul(dims[i].max(1) as i64);
+                    }
                 }
             }
-            None => {
-                // As `fill_row_major_strides` with a unit of one element.
-                let mut acc = 1i64;
-                for i in (0..n).rev() {
-                    d[i] = dims[i] as i64;
-                    st[i] = acc;
-                    acc = acc.saturating_mul(dims[i].max(1) as i64);
-                }
-            }
+            shape.set_len(n);
+            strides.set_len(n);
         }
-        shape.write(SmallVec::from_buf_and_len(d, n));
-        strides.write(SmallVec::from_buf_and_len(st, n));
     }
 
     /// The storage this export pins (the DLPack import of blobcore's own
@@ -225,9 +234,53 @@ impl Blob {
     /// `slot` is valid for a write of an `Export`. On error nothing is
     /// written.
     pub(crate) unsafe fn export_host_into(&self, write: bool, slot: *mut Export) -> Result<()> {
-        let e = self.export_on(write, false)?;
-        // SAFETY: the caller's promise.
-        unsafe { slot.write(e) };
+        let st = self.state();
+        if !st.is_dense() && st.shape.count() > 0 {
+            drop(st);
+            let e = self.export_on(write, false)?;
+            // SAFETY: the caller's promise.
+            unsafe { slot.write(e) };
+            return Ok(());
+        }
+        // A dense (or empty) blob, the common case: each field is written
+        // into the slot as it is worked out, the shape copied straight from
+        // the state (a clone moved in afterwards went through the stack in
+        // pieces the copy then read back across: store-forwarding stalls).
+        let (storage, offset) = (Arc::clone(&st.storage), st.offset);
+        // SAFETY: the caller's promise: `slot` is valid for writes; the
+        // shape is written once here and dropped again on every error
+        // below, where the slot is left as it was (nothing written).
+        let shape = unsafe {
+            let shape = std::ptr::addr_of_mut!((*slot).shape);
+            st.shape.clone_to(shape);
+            &*shape
+        };
+        drop(st);
+        let es = self.dtype().size();
+        let (start, len) = (offset * es, shape.count() * es);
+        let fail = |e| {
+            // SAFETY: the shape written above, dropped once.
+            unsafe { std::ptr::drop_in_place(std::ptr::addr_of_mut!((*slot).shape)) };
+            Err(e)
+        };
+        if start + len > storage.len() {
+            return fail(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
+        }
+        let writable = write && storage.is_writable();
+        let (pin, ptr, device) = match pin_at(storage, writable, false, start) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        // SAFETY: the caller's promise; the other fields, each written once.
+        unsafe {
+            std::ptr::addr_of_mut!((*slot)._pin).write(pin);
+            std::ptr::addr_of_mut!((*slot).ptr).write(ptr);
+            std::ptr::addr_of_mut!((*slot).dtype).write(self.dtype());
+            std::ptr::addr_of_mut!((*slot).strides).write(None);
+            std::ptr::addr_of_mut!((*slot).span).write(len);
+            std::ptr::addr_of_mut!((*slot).writable).write(writable);
+            std::ptr::addr_of_mut!((*slot).device).write(device);
+        }
         Ok(())
     }
 

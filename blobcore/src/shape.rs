@@ -94,6 +94,28 @@ impl Clone for Shape {
     }
 }
 
+impl Shape {
+    /// Clones the shape straight into `dst` (an export being built in its
+    /// box): inline dims as one block from this shape to `dst`, with no
+    /// stop on the stack.
+    ///
+    /// # Safety
+    /// `dst` is valid for a write of a `Shape`; what it held is
+    /// overwritten, not dropped.
+    #[inline]
+    pub(crate) unsafe fn clone_to(&self, dst: *mut Shape) {
+        if self.dims.spilled() {
+            // SAFETY: the caller's promise.
+            unsafe { dst.write(self.clone()) };
+        } else {
+            // SAFETY: the caller's promise; an inline shape holds no
+            // pointer (see `clone`), so its bitwise copy is a valid,
+            // independent shape.
+            unsafe { std::ptr::copy_nonoverlapping(self as *const Shape, dst, 1) };
+        }
+    }
+}
+
 /// The scalar shape: rank 0, one element (what `Shape::new(&[])` gives).
 impl Default for Shape {
     fn default() -> Shape {
