@@ -583,7 +583,7 @@ impl Blob {
         let read_only = mr.flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0;
         let owner = Owner::Versioned(m);
         // SAFETY: the caller's promise on the tensor's memory.
-        unsafe { import(engine, header(&mr.dl_tensor), read_only, copy, owner) }
+        unsafe { import(engine, mr.dl_tensor, read_only, copy, owner) }
     }
 
     /// Imports a legacy `DLManagedTensor` as [`Blob::from_dlpack`] does
@@ -595,32 +595,9 @@ impl Blob {
         let m = NonNull::new(t).ok_or_else(|| err!(NullPointer, "the DLPack tensor is NULL"))?;
         check_aligned(t, "the DLPack tensor")?;
         // SAFETY: the caller promises a live managed tensor.
-        let tensor = header(unsafe { &m.as_ref().dl_tensor });
+        let tensor = unsafe { m.as_ref().dl_tensor };
         // SAFETY: the caller's promise on the tensor's memory.
         unsafe { import(engine, tensor, false, copy, Owner::Legacy(m)) }
-    }
-}
-
-/// A copy of a tensor's header, read field by field: a copy of the whole
-/// struct is made of 16-byte loads, and a header written just before with
-/// narrower stores (a producer filling it in, blobcore's own export on its
-/// way back) stalls each of them (store forwarding): about 60% of
-/// `from_dlpack`'s own time in session 85's profile of the round trip.
-#[inline(always)]
-fn header(t: &DLTensor) -> DLTensor {
-    // Volatile reads keep the fields apart (the compiler would merge
-    // plain ones into the same wide loads).
-    // SAFETY: each pointer is to a field of a live `DLTensor`.
-    unsafe {
-        DLTensor {
-            data: std::ptr::read_volatile(&t.data),
-            device: std::ptr::read_volatile(&t.device),
-            ndim: std::ptr::read_volatile(&t.ndim),
-            dtype: std::ptr::read_volatile(&t.dtype),
-            shape: std::ptr::read_volatile(&t.shape),
-            strides: std::ptr::read_volatile(&t.strides),
-            byte_offset: std::ptr::read_volatile(&t.byte_offset),
-        }
     }
 }
 
