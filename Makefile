@@ -368,14 +368,16 @@ bench-c: stage
 	cmake --build $(CBUILD) -j2 --target call_overhead >/dev/null
 	$(CBUILD)/call_overhead
 
+# OpenBLAS's worker threads (started with NumPy) spin after use and take a
+# core from both sides on a 2-core VM; nothing timed here calls BLAS.
 bench-py: wheel
-	$(VENV)/bin/python bench/python_bench.py
+	OPENBLAS_NUM_THREADS=1 $(VENV)/bin/python bench/python_bench.py
 	@# DLPack 1.3's C exchange API, driven from C as a consumer drives it.
 	cc -O2 -I$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['include'])") bench/dlpack_exchange.c \
 	  -L$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))") \
 	  -lpython$$($(VENV)/bin/python -c "import sys; print('%d.%d' % sys.version_info[:2])") \
 	  -Wl,-rpath,$$($(VENV)/bin/python -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))") -o build/dlpack_exchange
-	PYTHONPATH=$$($(VENV)/bin/python -c "import site; print(site.getsitepackages()[0])") build/dlpack_exchange
+	OPENBLAS_NUM_THREADS=1 PYTHONPATH=$$($(VENV)/bin/python -c "import site; print(site.getsitepackages()[0])") build/dlpack_exchange
 	$(VENV)/bin/python bench/weights_bench.py
 	$(VENV)/bin/python bench/shared_bench.py
 
