@@ -38,6 +38,7 @@ const TOO_BIG: &str = "index out of range: it does not fit a 64-bit integer";
 /// `start:stop:step` as Python resolves them before knowing the length
 /// (`PySlice_Unpack`: `__index__` on each part, None as the defaults,
 /// values beyond the index range clamped, which changes no result).
+#[inline(always)]
 fn range_of(s: &Bound<'_, PySlice>) -> PyResult<Index> {
     let (mut start, mut stop, mut step): (ffi::Py_ssize_t, ffi::Py_ssize_t, ffi::Py_ssize_t) = (0, 0, 0);
     // SAFETY: `s` is a live slice object (the cast checked its type) and
@@ -51,12 +52,27 @@ fn range_of(s: &Bound<'_, PySlice>) -> PyResult<Index> {
     Ok(Index::Range { start: Some(start as i64), stop: Some(stop as i64), step: Some(step as i64) })
 }
 
+/// One entry of a key. Exact ints and slices, the common entries, are
+/// worked out inline in [`parse`] (`range_of` too): returned through
+/// memory, the entry (written in 8-byte parts) was read back at once in
+/// 16-byte loads, a store-forwarding stall: `x[::2, 1]` 209-210 ->
+/// 192-196 ns, `x[0]` 121-133 -> 110-117 ns on session 85's Zen 4 VM.
+#[inline(always)]
 fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
-    if let Some(i) = int_of(obj)? {
-        return Ok(Some(Index::At(i)));
+    if let Ok(i) = obj.cast_exact::<PyInt>() {
+        return i.extract::<i64>().map(|i| Some(Index::At(i))).map_err(|_| PyIndexError::new_err(TOO_BIG));
     }
     if let Ok(s) = obj.cast::<PySlice>() {
         return range_of(s).map(Some);
+    }
+    entry_other(obj)
+}
+
+/// [`entry`] of anything but an exact int or a slice.
+#[inline(never)]
+fn entry_other(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
+    if let Some(i) = int_of(obj)? {
+        return Ok(Some(Index::At(i)));
     }
     if obj.is_none() {
         return Ok(Some(Index::NewAxis));
