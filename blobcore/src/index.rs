@@ -539,6 +539,10 @@ impl Blob {
         // One read of the state: the rank and the view agree.
         let st = self.state();
         let rank = st.shape.rank();
+        // The common case without an axes list or its permutation check.
+        if let Some(b) = self.dense_permuted_by(&st, |i| rank - 1 - i) {
+            return Ok(b);
+        }
         let axes: Axes<usize> = axes_filled(rank, |out| {
             for (i, slot) in out.iter_mut().enumerate() {
                 *slot = rank - 1 - i;
@@ -563,6 +567,13 @@ impl Blob {
     /// test: `a_dense_permuted_view_is_the_general_paths_view`.
     #[inline]
     fn dense_permuted(&self, st: &State, axes: &[usize]) -> Option<Blob> {
+        self.dense_permuted_by(st, |i| axes[i])
+    }
+
+    /// [`Blob::dense_permuted`] with axis `i` of the view being axis
+    /// `axis(i)` of this blob, for `i` below the rank (a permutation).
+    #[inline]
+    fn dense_permuted_by(&self, st: &State, axis: impl Fn(usize) -> usize) -> Option<Blob> {
         const N: usize = crate::layout::INLINE;
         let dims = st.shape.dims();
         let rank = dims.len();
@@ -572,7 +583,8 @@ impl Blob {
         }
         let stride = row_major_inline(dims);
         let (mut out_dims, mut out_strides) = ([0usize; N], [0isize; N]);
-        for (i, &a) in axes.iter().enumerate() {
+        for i in 0..rank {
+            let a = axis(i);
             out_dims[i] = dims[a];
             // Stride 1 on axes of length 1, as `Strided::of_checked` sets.
             out_strides[i] = if dims[a] <= 1 { 1 } else { stride[a] };
@@ -884,6 +896,11 @@ mod tests {
                 return Ok(());
             };
             same_view(&fast, &general)?;
+            // `b.T` (`reversed_view`, whose dense path has no axes list)
+            // is the general path's view of the reversed axes.
+            let reversed: Vec<usize> = (0..dims.len()).rev().collect();
+            let general_t = b.permuted_general(&b.state(), &reversed).unwrap();
+            same_view(&b.reversed_view().unwrap(), &general_t)?;
             // What NumPy's transpose gives, element by element: element
             // (i_0, ...) of the view is element (j_axes[0] = i_0, ...) of
             // the blob.
