@@ -970,6 +970,95 @@ mod tests {
         assert_eq!(b.to_dlpack(8).unwrap_err().code(), 3);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 600, rng_seed: proptest::test_runner::RngSeed::Fixed(851), ..Default::default() })]
+
+        /// The DLPack box as `exported` fills it in place, for ranks 0 to
+        /// 12 (past the eight inline dims, where the shape and the DLPack
+        /// axes spill), dense blobs and their `b.T` (strided), a row of a
+        /// larger blob, either struct: the tensor's shape is the blob's
+        /// dims, its strides are row-major (dense or empty) or the
+        /// parent's reversed (a strided `b.T`, on axes longer than 1),
+        /// walking them over the
+        /// data reads the blob's values in order, and the import of the
+        /// tensor gives those values back on the same memory.
+        #[test]
+        fn the_box_describes_the_blob_at_any_rank(
+            dims in proptest::collection::vec(proptest::prop_oneof![3 => 1usize..3, 1 => 0usize..4], 0..13),
+            transposed in proptest::bool::ANY,
+            row in proptest::bool::ANY,
+            legacy in proptest::bool::ANY,
+        ) {
+            use crate::Index;
+            let e = Engine::cpu();
+            let whole: Vec<usize> = std::iter::once(2).chain(dims.iter().copied()).collect();
+            let count: usize = whole.iter().product();
+            let values: Vec<f32> = (0..count).map(|i| i as f32).collect();
+            let parent = Blob::from_slice(&e, &whole, &values).unwrap();
+            let dense = if row { parent.index(&[Index::At(1)]).unwrap() } else { Blob::from_slice(&e, &dims, &values[..count / 2]).unwrap() };
+            let b = if transposed { dense.reversed_view().unwrap() } else { dense.clone() };
+            let want = b.copy().unwrap().to_vec::<f32>().unwrap();
+            let rank = b.dims().len();
+            let row_major = |d: &[usize]| {
+                let mut s = vec![1i64; d.len()];
+                for i in (0..d.len().saturating_sub(1)).rev() {
+                    s[i] = s[i + 1] * d[i + 1].max(1) as i64;
+                }
+                s
+            };
+            // Dense and empty blobs export row-major strides of their own
+            // dims; `b.T` of a strided kind, the parent's reversed.
+            let oracle: Vec<i64> = if b.is_dense() || want.is_empty() {
+                row_major(&b.dims())
+            } else {
+                row_major(&dims).into_iter().rev().collect()
+            };
+            // SAFETY: each tensor is a live export, read within its shape
+            // and strides, then handed to the import (which takes it) once.
+            unsafe {
+                let t = if legacy {
+                    let m = b.to_dlpack_legacy().unwrap();
+                    (m.as_ptr() as *mut DLManagedTensorVersioned, m.as_ref().dl_tensor)
+                } else {
+                    let m = b.to_dlpack(0).unwrap();
+                    (m.as_ptr(), m.as_ref().dl_tensor)
+                };
+                let (ptr, tensor) = t;
+                proptest::prop_assert_eq!(tensor.ndim as usize, rank);
+                let shape = std::slice::from_raw_parts(tensor.shape, rank);
+                let strides = std::slice::from_raw_parts(tensor.strides, rank);
+                proptest::prop_assert_eq!(shape.iter().map(|&d| d as usize).collect::<Vec<_>>(), b.dims());
+                for (i, (&s, &d)) in strides.iter().zip(shape).enumerate() {
+                    proptest::prop_assert!(d <= 1 || s == oracle[i], "axis {} stride {} want {}", i, s, oracle[i]);
+                }
+                if !want.is_empty() {
+                    let data = (tensor.data as *const u8).add(tensor.byte_offset as usize) as *const f32;
+                    let mut idx = vec![0i64; rank];
+                    for &w in &want {
+                        let at: i64 = idx.iter().zip(strides).map(|(&i, &s)| i * s).sum();
+                        proptest::prop_assert_eq!(*data.offset(at as isize), w);
+                        for k in (0..rank).rev() {
+                            idx[k] += 1;
+                            if idx[k] < shape[k] { break; }
+                            idx[k] = 0;
+                        }
+                    }
+                }
+                let back = if legacy {
+                    Blob::from_dlpack_legacy(&e, ptr as *mut DLManagedTensor, None)
+                } else {
+                    Blob::from_dlpack(&e, ptr, None)
+                }
+                .unwrap();
+                proptest::prop_assert_eq!(back.dims(), b.dims());
+                proptest::prop_assert_eq!(back.to_vec::<f32>().unwrap(), want.clone());
+                // Dense exports come back on the same memory; strided ones
+                // (`b.T` of more than one long axis) are copied.
+                proptest::prop_assert_eq!(back.shares_memory(&b), !want.is_empty() && b.is_dense());
+            }
+        }
+    }
+
     #[test]
     fn copy_rule_of_the_array_api() {
         use crate::layout::{BlockingDesc, TensorDesc};
