@@ -256,20 +256,13 @@ impl Blob {
             &*shape
         };
         drop(st);
-        let es = self.dtype().size();
-        let (start, len) = (offset * es, shape.count() * es);
-        let fail = |e| {
-            // SAFETY: the shape written above, dropped once.
-            unsafe { std::ptr::drop_in_place(std::ptr::addr_of_mut!((*slot).shape)) };
-            Err(e)
-        };
-        if start + len > storage.len() {
-            return fail(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
-        }
-        let writable = write && storage.is_writable();
-        let (pin, ptr, device) = match pin_at(storage, writable, false, start) {
-            Ok(p) => p,
-            Err(e) => return fail(e),
+        let Region { pin, ptr, device, len, writable } = match self.pin_region(storage, offset, shape.count(), write, write, false) {
+            Ok(r) => r,
+            Err(e) => {
+                // SAFETY: the shape written above, dropped once.
+                unsafe { std::ptr::drop_in_place(std::ptr::addr_of_mut!((*slot).shape)) };
+                return Err(e);
+            }
         };
         // SAFETY: the caller's promise; the other fields, each written once.
         unsafe {
@@ -388,16 +381,36 @@ impl Blob {
 
     #[inline(always)]
     fn export_region(&self, storage: Arc<Storage>, offset: usize, shape: Shape, writable: bool, write_pin: bool, device: bool) -> Result<Export> {
+        let Region { pin, ptr, device: at, len, writable } = self.pin_region(storage, offset, shape.count(), writable, write_pin, device)?;
+        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable, device: at })
+    }
+
+    /// The pinned memory of `count` dense elements from element `offset`
+    /// of `storage` (an export's region, checked to lie inside it):
+    /// writable when asked and the storage is, the pin a writer's when
+    /// `write_pin` too.
+    #[inline(always)]
+    fn pin_region(&self, storage: Arc<Storage>, offset: usize, count: usize, writable: bool, write_pin: bool, device: bool) -> Result<Region> {
         let es = self.dtype().size();
-        let start = offset * es;
-        let len = shape.count() * es;
+        let (start, len) = (offset * es, count * es);
         if start + len > storage.len() {
             return Err(err!(Internal, "export [{start}, {}) exceeds storage of {} bytes", start + len, storage.len()));
         }
         let writable = writable && storage.is_writable();
-        let (pin, ptr, at) = pin_at(storage, write_pin && writable, device, start)?;
-        Ok(Export { _pin: pin, ptr, dtype: self.dtype(), shape, strides: None, span: len, writable, device: at })
+        let (pin, ptr, device) = pin_at(storage, write_pin && writable, device, start)?;
+        Ok(Region { pin, ptr, device, len, writable })
     }
+}
+
+/// What [`Blob::pin_region`] gives an export: its pin, the address of its
+/// first element, its DLPack device, its length in bytes, and whether the
+/// holder may write.
+struct Region {
+    pin: Pin,
+    ptr: NonNull<u8>,
+    device: (i32, i32),
+    len: usize,
+    writable: bool,
 }
 
 /// Pins the host (or, with `device`, the CUDA device) copy of `storage`

@@ -543,12 +543,14 @@ impl Blob {
         if let Some(b) = self.dense_permuted_by(&st, |i| rank - 1 - i) {
             return Ok(b);
         }
+        // A permutation by construction: no check, and the dense path
+        // has just declined.
         let axes: Axes<usize> = axes_filled(rank, |out| {
             for (i, slot) in out.iter_mut().enumerate() {
                 *slot = rank - 1 - i;
             }
         });
-        self.permuted_in(&st, &axes)
+        self.permuted_general(&st, &axes)
     }
 
     /// NumPy `transpose(axes)` as a view (`b.T` is the reversed axes):

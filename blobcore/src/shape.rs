@@ -82,15 +82,13 @@ impl Clone for Shape {
     /// for three dims, on every export and view).
     #[inline]
     fn clone(&self) -> Shape {
-        let dims = if self.dims.spilled() {
-            self.dims.clone()
-        } else {
-            // SAFETY: an inline `SmallVec` of `usize` holds no pointer
-            // (its elements live in the struct itself), so a bitwise copy
-            // is an independent, valid `SmallVec` with the same elements.
-            unsafe { std::ptr::read(&self.dims) }
-        };
-        Shape { dims, count: self.count, extent: self.extent }
+        let mut out = std::mem::MaybeUninit::<Shape>::uninit();
+        // SAFETY: `out` is valid for a write of a shape, which `clone_to`
+        // makes whole.
+        unsafe {
+            self.clone_to(out.as_mut_ptr());
+            out.assume_init()
+        }
     }
 }
 
@@ -106,11 +104,12 @@ impl Shape {
     pub(crate) unsafe fn clone_to(&self, dst: *mut Shape) {
         if self.dims.spilled() {
             // SAFETY: the caller's promise.
-            unsafe { dst.write(self.clone()) };
+            unsafe { dst.write(Shape { dims: self.dims.clone(), count: self.count, extent: self.extent }) };
         } else {
-            // SAFETY: the caller's promise; an inline shape holds no
-            // pointer (see `clone`), so its bitwise copy is a valid,
-            // independent shape.
+            // SAFETY: the caller's promise; an inline `SmallVec` of `usize`
+            // holds no pointer (its elements live in the struct itself), so
+            // the bitwise copy of an inline shape is a valid, independent
+            // shape.
             unsafe { std::ptr::copy_nonoverlapping(self as *const Shape, dst, 1) };
         }
     }

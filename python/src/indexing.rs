@@ -19,8 +19,8 @@ const VALID: &str = "only integers, slices (`:`), ellipsis (`...`), numpy.newaxi
 /// integers; arrays, even 0-d ones, index by value). Too large for 64 bits
 /// is an IndexError, as in NumPy. Bools are masks, not integers.
 fn int_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-    if let Ok(i) = obj.cast_exact::<PyInt>() {
-        return i.extract::<i64>().map(Some).map_err(|_| PyIndexError::new_err(TOO_BIG));
+    if let Some(i) = exact_int(obj) {
+        return i.map(Some);
     }
     // SAFETY: both only read the type slots of a live object.
     let integer_like = unsafe { ffi::PyIndex_Check(obj.as_ptr()) != 0 && ffi::PySequence_Check(obj.as_ptr()) == 0 };
@@ -31,6 +31,14 @@ fn int_of(obj: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
         Ok(v) => Ok(Some(v)),
         Err(_) => Err(PyIndexError::new_err(TOO_BIG)),
     }
+}
+
+/// An exact `int` as an index (IndexError past 64 bits), or None for
+/// any other object.
+#[inline(always)]
+fn exact_int(obj: &Bound<'_, PyAny>) -> Option<PyResult<i64>> {
+    let i = obj.cast_exact::<PyInt>().ok()?;
+    Some(i.extract::<i64>().map_err(|_| PyIndexError::new_err(TOO_BIG)))
 }
 
 const TOO_BIG: &str = "index out of range: it does not fit a 64-bit integer";
@@ -59,8 +67,8 @@ fn range_of(s: &Bound<'_, PySlice>) -> PyResult<Index> {
 /// 192-196 ns, `x[0]` 121-133 -> 110-117 ns on session 85's Zen 4 VM.
 #[inline(always)]
 fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
-    if let Ok(i) = obj.cast_exact::<PyInt>() {
-        return i.extract::<i64>().map(|i| Some(Index::At(i))).map_err(|_| PyIndexError::new_err(TOO_BIG));
+    if let Some(i) = exact_int(obj) {
+        return i.map(|i| Some(Index::At(i)));
     }
     if let Ok(s) = obj.cast::<PySlice>() {
         return range_of(s).map(Some);
