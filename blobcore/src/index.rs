@@ -66,6 +66,16 @@ fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: us
         return Err(err!(InvalidArgument, "slice step cannot be zero"));
     }
     let n = i64::try_from(n).map_err(|_| err!(Shape, "dim {n} is too large to index"))?;
+    Ok(resolved_range(start, stop, step, n))
+}
+
+/// [`resolve_range`] past its checks: `step` is not 0 and `n` is a dim.
+/// Inline, with no error to return through memory, so the fast view
+/// paths read the key's entries in registers (a copy of an entry into
+/// the arguments of an out-of-line call read it back in wider loads than
+/// the parser had just written it with: a store-forwarding stall).
+#[inline(always)]
+fn resolved_range(start: Option<i64>, stop: Option<i64>, step: i64, n: i64) -> (i64, i64, usize) {
     let clip = |v: Option<i64>, default: i64| -> i64 {
         match v {
             None => default,
@@ -92,7 +102,7 @@ fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: us
     } else {
         0
     };
-    Ok((start, step, len as usize))
+    (start, step, len as usize)
 }
 
 /// `offset + i * stride`, or a Shape error where it passes `isize`: an
@@ -425,6 +435,11 @@ impl Blob {
         if !st.is_dense() || key.is_empty() || key.len() > dims.len() {
             return None;
         }
+        // Integers only, checked before the shape is built: built first,
+        // it was thrown away for every other key (`x[::2, 1]`).
+        if !key.iter().all(|k| matches!(k, Index::At(_))) {
+            return None;
+        }
         let shape = st.shape.suffix(key.len());
         let count = shape.count();
         // Row-major: the offset of (i, j, ...) in units of the trailing
@@ -473,7 +488,11 @@ impl Blob {
             match *k {
                 Index::At(i) => offset += position(i, a, dims[a]).ok()? * stride[a] as usize,
                 Index::Range { start, stop, step } => {
-                    let (first, step, len) = resolve_range(start, stop, step, dims[a]).ok()?;
+                    let step = step.unwrap_or(1);
+                    if step == 0 {
+                        return None;
+                    }
+                    let (first, step, len) = resolved_range(start, stop, step, i64::try_from(dims[a]).ok()?);
                     if len == 0 {
                         return None;
                     }

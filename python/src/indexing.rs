@@ -60,23 +60,34 @@ fn range_of(s: &Bound<'_, PySlice>) -> PyResult<Index> {
     Ok(Index::Range { start: Some(start as i64), stop: Some(stop as i64), step: Some(step as i64) })
 }
 
-/// One entry of a key. Exact ints and slices, the common entries, are
-/// worked out inline in [`parse`] (`range_of` too): returned through
-/// memory, the entry (written in 8-byte parts) was read back at once in
-/// 16-byte loads, a store-forwarding stall: `x[::2, 1]` 209-210 ->
-/// 192-196 ns, `x[0]` 121-133 -> 110-117 ns on session 85's Zen 4 VM.
+/// Pushes one entry of a key onto `out`: true, or false for an
+/// advanced entry (nothing pushed). Exact ints and slices, the common
+/// entries, are worked out inline and pushed where they are made
+/// (`range_of` too): returned through memory, an entry (written in 8-byte
+/// parts) was read back at once in 16-byte loads to be pushed, a
+/// store-forwarding stall (`x[::2, 1]` 209-210 -> 192-196 ns, `x[0]`
+/// 121-133 -> 110-117 ns on session 85's Zen 4 VM; the push of a
+/// returned `Option`, session 86).
 #[inline(always)]
-fn entry(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
+fn push_entry(obj: &Bound<'_, PyAny>, out: &mut Entries) -> PyResult<bool> {
     if let Some(i) = exact_int(obj) {
-        return i.map(|i| Some(Index::At(i)));
+        out.push(Index::At(i?));
+        return Ok(true);
     }
     if let Ok(s) = obj.cast::<PySlice>() {
-        return range_of(s).map(Some);
+        out.push(range_of(s)?);
+        return Ok(true);
     }
-    entry_other(obj)
+    Ok(match entry_other(obj)? {
+        Some(e) => {
+            out.push(e);
+            true
+        }
+        None => false,
+    })
 }
 
-/// [`entry`] of anything but an exact int or a slice.
+/// The entry of anything but an exact int or a slice (see [`push_entry`]).
 #[inline(never)]
 fn entry_other(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
     if let Some(i) = int_of(obj)? {
@@ -107,20 +118,13 @@ fn entry_other(obj: &Bound<'_, PyAny>) -> PyResult<Option<Index>> {
 /// make a copy through NumPy; `out` is then partial).
 pub fn parse(key: &Bound<'_, PyAny>, out: &mut Entries) -> PyResult<bool> {
     let Ok(t) = key.cast::<PyTuple>() else {
-        return Ok(match entry(key)? {
-            Some(e) => {
-                out.push(e);
-                true
-            }
-            None => false,
-        });
+        return push_entry(key, out);
     };
     for i in 0..t.len() {
         // Borrowed: no reference count traffic per entry.
         let Ok(item) = t.get_borrowed_item(i) else { return Ok(false) };
-        match entry(&item)? {
-            Some(e) => out.push(e),
-            None => return Ok(false),
+        if !push_entry(&item, out)? {
+            return Ok(false);
         }
     }
     Ok(true)
