@@ -61,21 +61,27 @@ pub(crate) struct Plan {
 
 /// NumPy's `slice.indices(n)` and the resulting length.
 fn resolve_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: usize) -> Result<(i64, i64, usize)> {
-    let step = step.unwrap_or(1);
-    if step == 0 {
-        return Err(err!(InvalidArgument, "slice step cannot be zero"));
-    }
-    let n = i64::try_from(n).map_err(|_| err!(Shape, "dim {n} is too large to index"))?;
-    Ok(resolved_range(start, stop, step, n))
+    resolved_range(start, stop, step, n).ok_or_else(|| {
+        if step == Some(0) {
+            err!(InvalidArgument, "slice step cannot be zero")
+        } else {
+            err!(Shape, "dim {n} is too large to index")
+        }
+    })
 }
 
-/// [`resolve_range`] past its checks: `step` is not 0 and `n` is a dim.
-/// Inline, with no error to return through memory, so the fast view
-/// paths read the key's entries in registers (a copy of an entry into
-/// the arguments of an out-of-line call read it back in wider loads than
-/// the parser had just written it with: a store-forwarding stall).
+/// [`resolve_range`] with `None` for its errors (a zero step, a dim past
+/// `i64`). Inline, with no error to return through memory, so the fast
+/// view paths read the key's entries in registers (a copy of an entry
+/// into the arguments of an out-of-line call read it back in wider loads
+/// than the parser had just written it with: a store-forwarding stall).
 #[inline(always)]
-fn resolved_range(start: Option<i64>, stop: Option<i64>, step: i64, n: i64) -> (i64, i64, usize) {
+fn resolved_range(start: Option<i64>, stop: Option<i64>, step: Option<i64>, n: usize) -> Option<(i64, i64, usize)> {
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return None;
+    }
+    let n = i64::try_from(n).ok()?;
     let clip = |v: Option<i64>, default: i64| -> i64 {
         match v {
             None => default,
@@ -102,7 +108,7 @@ fn resolved_range(start: Option<i64>, stop: Option<i64>, step: i64, n: i64) -> (
     } else {
         0
     };
-    (start, step, len as usize)
+    Some((start, step, len as usize))
 }
 
 /// `offset + i * stride`, or a Shape error where it passes `isize`: an
@@ -488,11 +494,7 @@ impl Blob {
             match *k {
                 Index::At(i) => offset += position(i, a, dims[a]).ok()? * stride[a] as usize,
                 Index::Range { start, stop, step } => {
-                    let step = step.unwrap_or(1);
-                    if step == 0 {
-                        return None;
-                    }
-                    let (first, step, len) = resolved_range(start, stop, step, i64::try_from(dims[a]).ok()?);
+                    let (first, step, len) = resolved_range(start, stop, step, dims[a])?;
                     if len == 0 {
                         return None;
                     }
