@@ -36,6 +36,8 @@ fn main() {
     let e = Blob::from_slice(&Engine::cpu(), &[8], &[0f32; 8]).unwrap();
     time("copy 8", || drop(std::hint::black_box(e.copy().unwrap())));
     time("new 8", || drop(std::hint::black_box(Blob::new(&Engine::cpu(), blobcore::DType::F32, blobcore::Shape::new(&[8]).unwrap()).unwrap())));
+    let bytes = [0u8; 32];
+    time("from_bytes 8", || drop(std::hint::black_box(Blob::from_bytes(&Engine::cpu(), blobcore::DType::F32, &[8], std::hint::black_box(&bytes)).unwrap())));
     time("to_dlpack + delete", || {
         let t = b.to_dlpack(0).unwrap();
         // SAFETY: a live export, freed once.

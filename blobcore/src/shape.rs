@@ -138,6 +138,7 @@ impl Shape {
     /// A shape with these dims, or a Shape error when the rank exceeds 32
     /// or the product of the non-zero dims does not fit in `i64` (so an
     /// empty shape obeys the same bound as a full one, as in NumPy).
+    #[inline(always)]
     pub fn new(dims: &[usize]) -> Result<Shape> {
         if dims.len() > MAX_RANK {
             return Err(err!(Shape, "rank {} exceeds the maximum of {MAX_RANK}", dims.len()));
@@ -232,6 +233,7 @@ impl Shape {
     /// Size in bytes for elements of `dtype`, or a Shape error when it —
     /// counted over the non-zero dims, as NumPy does — does not fit in
     /// `isize`.
+    #[inline]
     pub fn byte_size(&self, dtype: DType) -> Result<usize> {
         self.extent
             .checked_mul(dtype.size())

@@ -16,7 +16,7 @@
 //!   from handing out aliasing `&mut [T]`.
 
 use crate::engine::gpu::{DevBuf, Gpu};
-use crate::error::{err, Result};
+use crate::error::{err, Error, Result};
 #[cfg(unix)]
 use crate::shared::SharedMem;
 use std::alloc::{self, Layout};
@@ -229,7 +229,7 @@ impl Storage {
 
     /// A lazy storage that also keeps a device copy on `gpu`.
     pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
+        Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
     }
 
     /// A storage of `len` host bytes that `fill` writes, given their
@@ -251,7 +251,24 @@ impl Storage {
         // `p` addresses `len` writable bytes just allocated (an allocation
         // is never shorter than asked for); the caller's contract does the rest.
         fill(p.as_ptr());
-        Ok(Arc::new(Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
+        Ok(Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
+    }
+
+    /// A new `Arc` of the storage `make` builds, called once its block is
+    /// allocated so that the storage is written straight into it:
+    /// `Arc::new` built the storage (184 bytes) on the stack and copied it
+    /// over with a `memcpy` call on every small blob's copy.
+    #[inline(always)]
+    fn in_place(make: impl FnOnce() -> Storage) -> Arc<Storage> {
+        let slot = Arc::into_raw(Arc::<Storage>::new_uninit()).cast_mut();
+        // SAFETY: `slot` comes from `into_raw` of an `Arc` made just now,
+        // so it is the only handle, nothing else reads or writes the value,
+        // and the pointer may write it; `write` initialises it whole before
+        // `from_raw` takes the handle back and `assume_init` asserts it.
+        unsafe {
+            (*slot).write(make());
+            Arc::from_raw(slot).assume_init()
+        }
     }
 
     /// Wraps `len` bytes at `ptr` owned by the caller; `release` runs once
@@ -273,7 +290,7 @@ impl Storage {
     /// With `read_only`, `ptr` need only be valid for reads: every write
     /// path ([`Storage::check_writable`]) refuses.
     pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
     }
 
     /// [`Storage::external_on`] for bytes of a memory-mapped file.
@@ -281,7 +298,7 @@ impl Storage {
     /// # Safety
     /// As [`Storage::external_on`].
     pub(crate) unsafe fn file_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
     }
 
     /// A storage on shared memory (see [`crate::shared`]), read-only when
@@ -290,7 +307,7 @@ impl Storage {
     pub(crate) fn shared_on(mem: Arc<SharedMem>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
         let addr = mem.ptr().as_ptr() as usize;
         let (len, read_only) = (mem.len(), read_only || mem.read_only());
-        Arc::new(Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(addr) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(addr) })
     }
 
     /// The shared memory this storage lives on, if it does.
@@ -357,7 +374,7 @@ impl Storage {
     pub(crate) fn device_only(len: usize, gpu: Arc<Gpu>, buf: DevBuf, read_only: bool) -> Arc<Storage> {
         let mut st = State::new(Head::HeadAtGpu, HostMem::None);
         st.device = Some(buf);
-        Arc::new(Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
     }
 
     /// The device address of the CUDA copy, if there is one.
@@ -389,60 +406,86 @@ impl Storage {
     /// at once, on every machine: where the kernel overcommits it would
     /// grant the address space, and a copy into it would end with the
     /// process killed.
+    ///
+    /// Inline, the small heap path hands its block back in registers: out
+    /// of line, the `HostMem` came back through memory in 8-byte stores
+    /// that the caller read back in 16-byte loads, a store-forwarding
+    /// stall on every small blob's copy (a third of `host_filled_on`'s
+    /// samples under `perf`).
+    #[inline(always)]
     fn allocate(len: usize, zeroed: bool) -> Result<HostMem> {
+        if len >= MAP_BYTES {
+            return Storage::allocate_map(len);
+        }
+        // An over-allocated block at the allocator's own 16-byte
+        // alignment, aligned up by hand: `posix_memalign` for 64 bytes
+        // splits chunks on every call and cost about a quarter of a
+        // small blob's copy (glibc). Plain `malloc`, zeroed by hand
+        // below where asked: glibc's `calloc` skips the per-thread
+        // cache that `free` fills, so every calloc and free of a small
+        // blob took the allocator's slow paths (about a tenth of
+        // `s.copy()` from Python).
+        // From one page up the allocator's own aligned allocation
+        // (page-aligned, as maps are).
+        let (layout, align) = if len >= PAGE {
+            (Layout::from_size_align(len, PAGE), PAGE)
+        } else {
+            (Layout::from_size_align(len.max(1) + (ALIGN - HEAP_ALIGN), HEAP_ALIGN), ALIGN)
+        };
+        // Below `MAP_BYTES` the size cannot overflow and both alignments
+        // are powers of two: the error is kept for the rule, not the case.
+        let Ok(layout) = layout else { return Err(Storage::heap_refused(len)) };
+        // SAFETY: the layout has a non-zero size.
+        let Some(base) = NonNull::new(unsafe { alloc::alloc(layout) }) else { return Err(Storage::heap_refused(len)) };
+        let skip = base.as_ptr().align_offset(align);
+        if skip > layout.size() - len {
+            // Cannot happen for a block of the layout's alignment;
+            // checked so that `ptr` below stays inside it whatever the
+            // allocator does.
+            // SAFETY: allocated just above with this layout.
+            unsafe { alloc::dealloc(base.as_ptr(), layout) };
+            return Err(Storage::misaligned(layout));
+        }
+        // SAFETY: skip + len <= layout.size(), so ptr..ptr+len lies in the block.
+        let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(skip)) };
+        if zeroed {
+            // SAFETY: ptr..ptr+len lies in the block just allocated
+            // (above); only these bytes are ever read.
+            unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        }
+        Ok(HostMem::Heap { ptr, base, layout })
+    }
+
+    /// [`Storage::allocate`] from [`MAP_BYTES`] up: a page-aligned
+    /// anonymous map, refused at once past the machine's memory and swap.
+    fn allocate_map(len: usize) -> Result<HostMem> {
         if crate::machine_memory::exceeded_by(len) {
             return Err(err!(OutOfMemory, "cannot allocate {len} bytes: more than this machine's memory and swap"));
         }
-        if len >= MAP_BYTES {
-            // Anonymous maps are zero-filled by the kernel page by page on
-            // first touch, so untouched pages cost no resident memory.
-            let map = memmap2::MmapMut::map_anon(len)
-                .map_err(|e| err!(OutOfMemory, "cannot map {len} bytes: {e}"))?;
-            #[cfg(target_os = "linux")]
-            if len >= HUGE_PAGE {
-                // Transparent huge pages cut TLB misses for strided kernels
-                // (transposes); purely advisory, so failure is ignored.
-                let _ = map.advise(memmap2::Advice::HugePage);
-            }
-            Ok(HostMem::Mapped(map))
-        } else {
-            // An over-allocated block at the allocator's own 16-byte
-            // alignment, aligned up by hand: `posix_memalign` for 64 bytes
-            // splits chunks on every call and cost about a quarter of a
-            // small blob's copy (glibc). Plain `malloc`, zeroed by hand
-            // below where asked: glibc's `calloc` skips the per-thread
-            // cache that `free` fills, so every calloc and free of a small
-            // blob took the allocator's slow paths (about a tenth of
-            // `s.copy()` from Python).
-            // From one page up the allocator's own aligned allocation
-            // (page-aligned, as maps are).
-            let (layout, align) = if len >= PAGE {
-                (Layout::from_size_align(len, PAGE), PAGE)
-            } else {
-                (Layout::from_size_align(len.max(1) + (ALIGN - HEAP_ALIGN), HEAP_ALIGN), ALIGN)
-            };
-            let layout = layout.map_err(|e| err!(OutOfMemory, "bad layout for {len} bytes: {e}"))?;
-            // SAFETY: the layout has a non-zero size.
-            let base = NonNull::new(unsafe { alloc::alloc(layout) })
-                .ok_or_else(|| err!(OutOfMemory, "cannot allocate {len} bytes"))?;
-            let skip = base.as_ptr().align_offset(align);
-            if skip > layout.size() - len {
-                // Cannot happen for a block of the layout's alignment;
-                // checked so that `ptr` below stays inside it whatever the
-                // allocator does.
-                // SAFETY: allocated just above with this layout.
-                unsafe { alloc::dealloc(base.as_ptr(), layout) };
-                return Err(err!(Internal, "the allocator returned a block not {}-byte aligned", layout.align()));
-            }
-            // SAFETY: skip + len <= layout.size(), so ptr..ptr+len lies in the block.
-            let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(skip)) };
-            if zeroed {
-                // SAFETY: ptr..ptr+len lies in the block just allocated
-                // (above); only these bytes are ever read.
-                unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
-            }
-            Ok(HostMem::Heap { ptr, base, layout })
+        // Anonymous maps are zero-filled by the kernel page by page on
+        // first touch, so untouched pages cost no resident memory.
+        let map = memmap2::MmapMut::map_anon(len).map_err(|e| err!(OutOfMemory, "cannot map {len} bytes: {e}"))?;
+        #[cfg(target_os = "linux")]
+        if len >= HUGE_PAGE {
+            // Transparent huge pages cut TLB misses for strided kernels
+            // (transposes); purely advisory, so failure is ignored.
+            let _ = map.advise(memmap2::Advice::HugePage);
         }
+        Ok(HostMem::Mapped(map))
+    }
+
+    /// The allocator's refusal of a heap block of `len` bytes.
+    #[cold]
+    #[inline(never)]
+    fn heap_refused(len: usize) -> Error {
+        err!(OutOfMemory, "cannot allocate {len} bytes")
+    }
+
+    /// A block the allocator returned below the layout's alignment.
+    #[cold]
+    #[inline(never)]
+    fn misaligned(layout: Layout) -> Error {
+        err!(Internal, "the allocator returned a block not {}-byte aligned", layout.align())
     }
 
     /// The host base pointer, allocating on first use; when the device
@@ -872,17 +915,23 @@ impl Drop for Storage {
             // belongs to the parent's driver state, so it is left as it is.
             std::mem::forget(st.device.take());
         }
-        match std::mem::replace(&mut st.host, HostMem::None) {
-            HostMem::Heap { base, layout, .. } => {
+        // Matched in place, not moved out (a 32-byte copy read back at
+        // once): a heap block's fields are plain values with no drop of
+        // their own, a release callback is taken out to run, and a map
+        // goes with the field's own drop after this.
+        match &mut st.host {
+            &mut HostMem::Heap { base, layout, .. } => {
                 // SAFETY: allocated by `alloc` with this layout (`allocate`) and
-                // freed only here, once.
+                // freed only here, once: the storage is going.
                 unsafe { alloc::dealloc(base.as_ptr(), layout) }
             }
-            HostMem::External { release: Some(release), .. } => {
-                // A panicking callback must not abort the process from a destructor.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
+            HostMem::External { release, .. } => {
+                if let Some(release) = release.take() {
+                    // A panicking callback must not abort the process from a destructor.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
+                }
             }
-            HostMem::Mapped(_) | HostMem::External { release: None, .. } | HostMem::None => {}
+            HostMem::Mapped(_) | HostMem::None => {}
             // The map goes with the last storage that uses it.
             #[cfg(unix)]
             HostMem::Shared(_) => {}

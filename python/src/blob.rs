@@ -129,6 +129,12 @@ fn legacy_index(n: i64, c: i64, h: i64, w: i64) -> PyResult<[usize; 4]> {
     Ok([uidx(n, "n")?, uidx(c, "c")?, uidx(h, "h")?, uidx(w, "w")?])
 }
 
+/// A lazy blob of these dims (rank 0..=32), as `Blob.tensor` makes it;
+/// `vector` and `matrix` pass their dims on the stack, not in a `Vec`.
+fn of_dims(dims: &[i64], dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<PyBlob> {
+    Ok(PyBlob::new(core(Blob::new(&engine_of(engine)?, dtypes::from_py(dtype)?, core(Shape::from_i64(dims))?))?))
+}
+
 /// The iterator of `iter(blob)`: row `i` is made when it is asked for.
 #[pyclass(name = "_BlobIter", module = "blobcore", frozen)]
 pub struct BlobIter {
@@ -204,21 +210,21 @@ impl PyBlob {
     #[staticmethod]
     #[pyo3(signature = (dims, dtype=None, engine=None))]
     fn tensor(dims: Vec<i64>, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
-        Ok(Self::new(core(Blob::new(&engine_of(engine)?, dtypes::from_py(dtype)?, core(Shape::from_i64(&dims))?))?))
+        of_dims(&dims, dtype, engine)
     }
 
     /// A rank-1 blob of ``n`` elements.
     #[staticmethod]
     #[pyo3(signature = (n, dtype=None, engine=None))]
     fn vector(n: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
-        Self::tensor(vec![n], dtype, engine)
+        of_dims(&[n], dtype, engine)
     }
 
     /// A rank-2 blob.
     #[staticmethod]
     #[pyo3(signature = (height, width, dtype=None, engine=None))]
     fn matrix(height: i64, width: i64, dtype: Option<&Bound<'_, PyAny>>, engine: Option<PyRef<'_, PyEngine>>) -> PyResult<Self> {
-        Self::tensor(vec![height, width], dtype, engine)
+        of_dims(&[height, width], dtype, engine)
     }
 
     /// A blob from a NumPy array (or anything with the buffer protocol).
