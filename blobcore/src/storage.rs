@@ -77,6 +77,9 @@ enum HostMem {
     Heap { ptr: NonNull<u8>, base: NonNull<u8>, layout: Layout },
     /// A page-aligned anonymous map ([`MAP_BYTES`] and up).
     Mapped(memmap2::MmapMut),
+    /// At most [`INLINE_BYTES`] inside the storage's own allocation
+    /// ([`InlineBytes`]), 64-byte aligned; freed with the storage.
+    Inline,
     /// Memory owned by someone else.
     External { ptr: NonNull<u8>, release: Option<ReleaseFn> },
     /// A memory file other processes may map too ([`crate::shared`]).
@@ -203,10 +206,49 @@ pub struct Storage {
     /// state lock and without counting ([`Storage::pin_host`]; nothing
     /// reads the pin counts of a storage without a device copy).
     settled: AtomicBool,
+    /// The bytes of a storage of at most [`INLINE_BYTES`] (`HostMem::Inline`).
+    inline: InlineBytes,
+}
+
+/// Storages of at most this many bytes keep them inside their own
+/// allocation (`HostMem::Inline`): a small blob then costs one allocation
+/// instead of two (core `from_bytes 8` 60-62 -> 49-50 ns on the Zen 4 VM
+/// of docs/speed-history.md's session 88).
+const INLINE_BYTES: usize = 64;
+
+/// Room for [`INLINE_BYTES`] at [`ALIGN`]: the field sits at a multiple of
+/// [`HEAP_ALIGN`] (its own alignment), so at most `ALIGN - HEAP_ALIGN`
+/// bytes go before the first aligned address. Written only through
+/// [`InlineBytes::ptr`], under the storage's rules for its bytes (see
+/// `Sync for Storage`).
+#[repr(C, align(16))]
+struct InlineBytes(std::cell::UnsafeCell<[std::mem::MaybeUninit<u8>; INLINE_BYTES + ALIGN - HEAP_ALIGN]>);
+
+const _: () = assert!(std::mem::align_of::<InlineBytes>() == HEAP_ALIGN);
+
+impl InlineBytes {
+    /// Uninitialised room (nothing reads it before `fill` or the zeroing
+    /// of a first touch writes it).
+    const fn new() -> InlineBytes {
+        InlineBytes(std::cell::UnsafeCell::new([std::mem::MaybeUninit::uninit(); INLINE_BYTES + ALIGN - HEAP_ALIGN]))
+    }
+
+    /// The first [`ALIGN`]-aligned address inside the room; the
+    /// [`INLINE_BYTES`] from it lie inside it (see the type's docs).
+    #[inline(always)]
+    fn ptr(&self) -> *mut u8 {
+        let b = self.0.get() as *mut u8;
+        // In bounds: `b` is a multiple of HEAP_ALIGN (the type's
+        // alignment), so the step is at most ALIGN - HEAP_ALIGN and the
+        // room holds INLINE_BYTES after it. `wrapping_add` keeps the
+        // pointer's provenance over the whole room.
+        b.wrapping_add(b.addr().wrapping_neg() & (ALIGN - 1))
+    }
 }
 
 // SAFETY: the raw pointers inside `HostMem` are owned by the storage (or
-// by the external owner, who promised they stay valid until release).
+// by the external owner, who promised they stay valid until release);
+// the inline bytes are the storage's own and obey the same rules.
 // All mutation of the pointed-to bytes from safe Rust goes through the
 // borrow table, which forbids overlapping exclusive borrows across
 // threads; the state itself is behind a Mutex.
@@ -229,7 +271,7 @@ impl Storage {
 
     /// A lazy storage that also keeps a device copy on `gpu`.
     pub(crate) fn lazy_on(len: usize, gpu: Option<Arc<Gpu>>) -> Arc<Storage> {
-        Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
+        Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::Uninitialized, HostMem::None)), gpu, file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0), inline: InlineBytes::new() })
     }
 
     /// A storage of `len` host bytes that `fill` writes, given their
@@ -241,6 +283,17 @@ impl Storage {
     /// `fill` must write every one of the `len` bytes at the address it is
     /// given (they are not zeroed first) and nothing outside them.
     pub(crate) unsafe fn host_filled_on(len: usize, gpu: Option<Arc<Gpu>>, fill: impl FnOnce(*mut u8)) -> Result<Arc<Storage>> {
+        if len > 0 && len <= INLINE_BYTES {
+            let st = Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Inline)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(0), inline: InlineBytes::new() });
+            let p = st.inline.ptr();
+            // `p` addresses INLINE_BYTES >= len writable bytes of a storage
+            // no one else holds yet; the caller's contract does the rest.
+            fill(p);
+            // Before the storage is handed out: the `Arc`'s publication
+            // orders it for other threads.
+            st.addr.store(p as usize, Ordering::Relaxed);
+            return Ok(st);
+        }
         // Not zeroed: `fill` writes every byte.
         let mut host = Storage::allocate(len, false)?;
         let p = match &mut host {
@@ -251,12 +304,12 @@ impl Storage {
         // `p` addresses `len` writable bytes just allocated (an allocation
         // is never shorter than asked for); the caller's contract does the rest.
         fill(p.as_ptr());
-        Ok(Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize) }))
+        Ok(Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, host)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(p.as_ptr() as usize), inline: InlineBytes::new() }))
     }
 
     /// A new `Arc` of the storage `make` builds, called once its block is
     /// allocated so that the storage is written straight into it:
-    /// `Arc::new` built the storage (184 bytes) on the stack and copied it
+    /// `Arc::new` built the storage (184 bytes then) on the stack and copied it
     /// over with a `memcpy` call on every small blob's copy.
     #[inline(always)]
     fn in_place(make: impl FnOnce() -> Storage) -> Arc<Storage> {
@@ -290,7 +343,7 @@ impl Storage {
     /// With `read_only`, `ptr` need only be valid for reads: every write
     /// path ([`Storage::check_writable`]) refuses.
     pub(crate) unsafe fn external_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(ptr.as_ptr() as usize), inline: InlineBytes::new() })
     }
 
     /// [`Storage::external_on`] for bytes of a memory-mapped file.
@@ -298,7 +351,7 @@ impl Storage {
     /// # Safety
     /// As [`Storage::external_on`].
     pub(crate) unsafe fn file_on(ptr: NonNull<u8>, len: usize, release: Option<ReleaseFn>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
-        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::External { ptr, release })), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: true, addr: AtomicUsize::new(ptr.as_ptr() as usize), inline: InlineBytes::new() })
     }
 
     /// A storage on shared memory (see [`crate::shared`]), read-only when
@@ -307,7 +360,7 @@ impl Storage {
     pub(crate) fn shared_on(mem: Arc<SharedMem>, gpu: Option<Arc<Gpu>>, read_only: bool) -> Arc<Storage> {
         let addr = mem.ptr().as_ptr() as usize;
         let (len, read_only) = (mem.len(), read_only || mem.read_only());
-        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(addr) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Shared(mem))), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(addr), inline: InlineBytes::new() })
     }
 
     /// The shared memory this storage lives on, if it does.
@@ -374,7 +427,7 @@ impl Storage {
     pub(crate) fn device_only(len: usize, gpu: Arc<Gpu>, buf: DevBuf, read_only: bool) -> Arc<Storage> {
         let mut st = State::new(Head::HeadAtGpu, HostMem::None);
         st.device = Some(buf);
-        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0) })
+        Storage::in_place(|| Storage { len, read_only, state: Mutex::new(st), gpu: Some(gpu), file_backed: false, settled: AtomicBool::new(false), addr: AtomicUsize::new(0), inline: InlineBytes::new() })
     }
 
     /// The device address of the CUDA copy, if there is one.
@@ -549,6 +602,7 @@ impl Storage {
     fn push_to_device_now(&self, st: &mut State, start: usize, end: usize) {
         let base = match &st.host {
             HostMem::None => return,
+            HostMem::Inline => self.inline.ptr() as *const u8,
             HostMem::Heap { ptr, .. } | HostMem::External { ptr, .. } => ptr.as_ptr() as *const u8,
             #[cfg(unix)]
             HostMem::Shared(m) => m.ptr().as_ptr() as *const u8,
@@ -601,10 +655,19 @@ impl Storage {
     fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
         let fresh = matches!(st.host, HostMem::None);
         if fresh {
-            st.host = Storage::allocate(self.len, true)?;
+            if self.len > 0 && self.len <= INLINE_BYTES {
+                // SAFETY: the room holds INLINE_BYTES >= len bytes from
+                // `ptr`; nothing reads or writes them yet (the host memory
+                // did not exist), and the state lock is held.
+                unsafe { std::ptr::write_bytes(self.inline.ptr(), 0, self.len) };
+                st.host = HostMem::Inline;
+            } else {
+                st.host = Storage::allocate(self.len, true)?;
+            }
         }
         let p = match &mut st.host {
             HostMem::None => return Err(err!(Internal, "host memory missing after allocation")),
+            HostMem::Inline => NonNull::new(self.inline.ptr()).ok_or_else(|| err!(Internal, "a storage's own bytes at address 0"))?,
             HostMem::Heap { ptr, .. } => *ptr,
             HostMem::External { ptr, .. } => *ptr,
             #[cfg(unix)]
@@ -931,7 +994,7 @@ impl Drop for Storage {
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(release));
                 }
             }
-            HostMem::Mapped(_) | HostMem::None => {}
+            HostMem::Mapped(_) | HostMem::None | HostMem::Inline => {}
             // The map goes with the last storage that uses it.
             #[cfg(unix)]
             HostMem::Shared(_) => {}
@@ -1078,7 +1141,7 @@ mod tests {
         // Heap blocks come back from the allocator dirty: a storage over
         // one a dropped storage filled must still read as zeros, and a
         // copy must hold exactly its bytes.
-        for len in [1usize, 64, 100, 4095, 4096, 8193, 100_000, MAP_BYTES - 1] {
+        for len in [1usize, 63, 64, 65, 100, 4095, 4096, 8193, 100_000, MAP_BYTES - 1] {
             for _ in 0..3 {
                 let dirty = Storage::lazy(len);
                 let p = dirty.host_write().unwrap();
@@ -1096,8 +1159,57 @@ mod tests {
                 let r = c.host_read().unwrap();
                 // SAFETY: r is valid for len bytes.
                 assert_eq!(unsafe { std::slice::from_raw_parts(r.as_ptr(), len) }, &src[..], "len {len}");
+                assert_eq!(r.as_ptr() as usize % ALIGN, 0, "len {len}");
                 if len >= PAGE {
                     assert_eq!(r.as_ptr() as usize % PAGE, 0);
+                }
+            }
+        }
+    }
+
+    /// Whether a storage's bytes lie inside its own allocation.
+    fn bytes_inside(s: &Arc<Storage>, p: NonNull<u8>) -> bool {
+        let start = Arc::as_ptr(s) as usize;
+        (start..start + std::mem::size_of::<Storage>()).contains(&(p.as_ptr() as usize))
+    }
+
+    #[test]
+    fn small_storages_keep_their_bytes_inside_aligned_and_apart() {
+        // Up to INLINE_BYTES, both ways a storage gets its bytes (lazily,
+        // zeroed, and filled at creation) put them inside the storage's
+        // own allocation, 64-byte aligned, every byte of them the storage's
+        // alone: many live at once, each written with its own pattern,
+        // read back intact; one byte more goes to the heap. A lazy one
+        // reads as zeros first (under Miri, an unwritten byte read is an
+        // error).
+        for len in 1..=INLINE_BYTES + 1 {
+            let mut live = Vec::new();
+            for k in 0..16u8 {
+                let lazy = Storage::lazy(len);
+                let z = lazy.host_read().unwrap();
+                // SAFETY: z is valid for len bytes. Zeros, though the
+                // storage may sit where a dropped one's dirty bytes were.
+                assert!(unsafe { std::slice::from_raw_parts(z.as_ptr(), len) }.iter().all(|&b| b == 0), "len {len}");
+                let p = lazy.host_write().unwrap();
+                // SAFETY: p is valid for len bytes, written only here.
+                unsafe { std::ptr::write_bytes(p.as_ptr(), k, len) };
+                let src = vec![k ^ 0x5A; len];
+                // SAFETY: fill writes exactly the len new bytes, from `src`.
+                let filled = unsafe { Storage::host_filled_on(len, None, |q| std::ptr::copy_nonoverlapping(src.as_ptr(), q, len)) }.unwrap();
+                let q = filled.host_read().unwrap();
+                for (s, ptr) in [(&lazy, p), (&filled, q)] {
+                    assert_eq!(ptr.as_ptr() as usize % ALIGN, 0, "len {len}");
+                    assert_eq!(bytes_inside(s, ptr), len <= INLINE_BYTES, "len {len}");
+                    assert_eq!(s.host_addr(), Some(ptr.as_ptr() as usize), "len {len}");
+                }
+                live.push((k, lazy, filled));
+            }
+            for (k, lazy, filled) in &live {
+                for (s, want) in [(lazy, *k), (filled, k ^ 0x5A)] {
+                    let p = s.host_read().unwrap();
+                    // SAFETY: p is valid for len bytes.
+                    let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), len) };
+                    assert!(bytes.iter().all(|&b| b == want), "len {len}");
                 }
             }
         }
