@@ -144,7 +144,24 @@ impl Engine {
     /// (or `cuda:<ordinal>`), which
     /// runs unmodified programs — and the test suites — on a GPU. A GPU
     /// named there but missing is `Error::Device` here.
+    ///
+    /// Inline up to the usual answer (no engine set, the environment's
+    /// engine made and opened): every blob a binding creates without an
+    /// engine asks for it.
+    #[inline]
     pub fn default_engine() -> crate::Result<Engine> {
+        if !DEFAULT_SET.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(Ok(e)) = FROM_ENV.get() {
+                return Ok(e.clone());
+            }
+        }
+        Engine::default_engine_slow()
+    }
+
+    /// [`Engine::default_engine`] when an engine was set, or the
+    /// environment's engine is not made yet or failed to open.
+    #[inline(never)]
+    fn default_engine_slow() -> crate::Result<Engine> {
         if DEFAULT_SET.load(std::sync::atomic::Ordering::Acquire) {
             if let Some(e) = DEFAULT.get().read().unwrap_or_else(|p| p.into_inner()).as_ref() {
                 return Ok(e.clone());
@@ -172,6 +189,7 @@ impl Engine {
     /// `BLOBCORE_ENGINE` names has been opened (or failed to open). Before
     /// that, the first `default_engine` may open a GPU (tens to hundreds
     /// of milliseconds): bindings let other threads run meanwhile.
+    #[inline]
     pub fn default_engine_is_made() -> bool {
         DEFAULT_SET.load(std::sync::atomic::Ordering::Acquire) || FROM_ENV.get().is_some()
     }
