@@ -216,6 +216,14 @@ pub struct Storage {
 /// of docs/speed-history.md's session 88).
 const INLINE_BYTES: usize = 64;
 
+/// Whether a storage of `len` bytes keeps them inside its record (an
+/// empty one has none to keep; the heap path gives it its aligned
+/// one-byte block, as before).
+#[inline(always)]
+const fn fits_inline(len: usize) -> bool {
+    len > 0 && len <= INLINE_BYTES
+}
+
 /// Room for [`INLINE_BYTES`] at [`ALIGN`]: the field sits at a multiple of
 /// [`HEAP_ALIGN`] (its own alignment), so at most `ALIGN - HEAP_ALIGN`
 /// bytes go before the first aligned address. Written only through
@@ -283,7 +291,7 @@ impl Storage {
     /// `fill` must write every one of the `len` bytes at the address it is
     /// given (they are not zeroed first) and nothing outside them.
     pub(crate) unsafe fn host_filled_on(len: usize, gpu: Option<Arc<Gpu>>, fill: impl FnOnce(*mut u8)) -> Result<Arc<Storage>> {
-        if len > 0 && len <= INLINE_BYTES {
+        if fits_inline(len) {
             let st = Storage::in_place(|| Storage { len, read_only: false, state: Mutex::new(State::new(Head::HeadAtCpu, HostMem::Inline)), settled: AtomicBool::new(gpu.is_none()), gpu, file_backed: false, addr: AtomicUsize::new(0), inline: InlineBytes::new() });
             let p = st.inline.ptr();
             // `p` addresses INLINE_BYTES >= len writable bytes of a storage
@@ -655,7 +663,7 @@ impl Storage {
     fn host_base(&self, st: &mut State) -> Result<NonNull<u8>> {
         let fresh = matches!(st.host, HostMem::None);
         if fresh {
-            if self.len > 0 && self.len <= INLINE_BYTES {
+            if fits_inline(self.len) {
                 // SAFETY: the room holds INLINE_BYTES >= len bytes from
                 // `ptr`; nothing reads or writes them yet (the host memory
                 // did not exist), and the state lock is held.
