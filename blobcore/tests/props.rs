@@ -982,11 +982,13 @@ proptest! {
     /// `Blob::from_bytes` (what the bindings build a small array's copy
     /// with): the blob holds exactly the bytes given (every bit pattern,
     /// NaNs included), with the dims and dtype given, dense and writable,
-    /// on either side of the one-step size and at zero bytes; writing it
+    /// on either side of the one-step size, at zero bytes and, a quarter of
+    /// the cases, at the sizes a storage keeps inside its record (up to 64
+    /// bytes; the storage's own test covers each of them); writing it
     /// leaves the caller's bytes alone.
     #[test]
     fn blobs_from_bytes_hold_exactly_those_bytes(
-        len in prop_oneof![0usize..4096, 4096usize..(16 << 10), (16usize << 10)..(40 << 10)],
+        len in prop_oneof![0usize..=65, 0usize..4096, 4096usize..(16 << 10), (16usize << 10)..(40 << 10)],
         rows in 1usize..5,
         dtype in 0usize..5,
         seed in any::<u64>(),
