@@ -94,10 +94,10 @@ pub(super) fn nest(axes: &[Axis], es: usize, tuning: Tuning) -> Nest {
             // at a time: a tile reads at most STREAM_ROWS of them.
             let row_stride = inner.ss.unsigned_abs().saturating_mul(es);
             let far = row_stride >= FAR_ROW_BYTES;
-            let ej = if far { far_rows(inner.n, ej, es, row_stride) } else { ej };
+            let row_bytes = rest[p].n.saturating_mul(es);
+            let ej = if far { far_rows(inner.n, ej, es, row_stride, row_bytes, tuning) } else { ej };
             // Source rows of up to WHOLE_ROW_BYTES are taken whole when
             // the tile stays within twice TILE_BYTES.
-            let row_bytes = rest[p].n.saturating_mul(es);
             let whole = row_bytes <= WHOLE_ROW_BYTES && row_bytes.saturating_mul(ej) <= 2 * TILE_BYTES;
             let ei = if whole { rest[p].n.max(1) } else { (TILE_BYTES / es / ej).next_multiple_of(16).min(rest[p].n.max(1)) };
             // Far source rows split into several tiles both ways (NCHW ->
@@ -149,7 +149,7 @@ pub(super) const FAR_ROW_BYTES: usize = 4096;
 /// 0.71-0.72x -> 0.80-0.83x of the streamed copy, `(1,3)` 0.81-0.83x ->
 /// 0.86-0.88x; at 128 MiB (`[64, 128, 256, 16]`) `(0,3)` 0.59-0.61x ->
 /// 0.69-0.74x, `(1,3)` 0.42-0.46x -> 0.68-0.70x.
-const STREAM_ROWS: usize = 32;
+pub(super) const STREAM_ROWS: usize = 32;
 
 /// Far source rows a transpose tile of `es`-byte elements reads, of the
 /// `n` the destination's rows take (`ej` of them at most, the cap for
@@ -172,12 +172,15 @@ const STREAM_ROWS: usize = 32;
 ///   them. At 1 GiB on the same VM (session 77, two alternated rounds):
 ///   `(0,3)` 0.59-0.60x -> 0.67-0.69x, `permute [4, 2, 0, 3, 1]`
 ///   0.62-0.64x -> 0.74-0.75x, NCHW -> NHWC at C = 64 0.58-0.62x ->
-///   0.73-0.74x and at C = 256 0.59-0.66x -> 0.71-0.72x.
-fn far_rows(n: usize, ej: usize, es: usize, stride: usize) -> usize {
+///   0.73-0.74x and at C = 256 0.59-0.66x -> 0.71-0.72x. The tuning
+///   says which tiles take them ([`Tuning::set_rows`]: on Zen 5 only
+///   those of at most STREAM_ROWS rows, or of source rows longer than
+///   [`WHOLE_ROW_BYTES`] (split) with `n` not a multiple of 128).
+fn far_rows(n: usize, ej: usize, es: usize, stride: usize, row_bytes: usize, tuning: Tuning) -> usize {
     let whole_lines = (n * es).is_multiple_of(64);
     if es == 4 && n > STREAM_ROWS && n <= ej && !whole_lines {
         n
-    } else if es == 4 && whole_lines && rows_per_set(STREAM_ROWS.min(n), stride) > STREAM_ROWS_PER_SET {
+    } else if es == 4 && whole_lines && tuning.set_rows(n, row_bytes) && rows_per_set(STREAM_ROWS.min(n), stride) > STREAM_ROWS_PER_SET {
         ej.min(SET_ROWS)
     } else {
         ej.min(STREAM_ROWS)

@@ -646,17 +646,29 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
     use super::nest::nest;
     // RowBursts changes where a batched packed tile's bytes go first, not
     // the plan: every nest is LongReads' (the tiles' values are checked
-    // against the oracle under each tuning above).
+    // against the oracle under each tuning above), but where far rows
+    // crowd an L2 set (`Tuning::set_rows`): `transposed (0,3)` of [64,
+    // 128, 256, 16] (whole rows of 64 bytes, 2 MiB apart) reads 16 rows
+    // a tile with RowBursts, 32 with LongReads.
+    let axes_of = |dims: &[usize], p: &[usize]| {
+        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let (ost, sst) = (row_major(&out), row_major(dims));
+        normalise((0..dims.len()).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
+    };
+    let crowded = axes_of(&[64, 128, 256, 16], &[3, 1, 2, 0]);
+    let ej = |t| match nest(&crowded, 4, t).kind {
+        super::nest::Body::Tile { ej, .. } => ej,
+        other => panic!("not a tile: {other:?}"),
+    };
+    assert_eq!((ej(Tuning::RowBursts), ej(Tuning::LongReads)), (16, 32));
     let cases: [(&[usize], &[usize]); 4] = [
-        (&[64, 128, 256, 16], &[3, 1, 2, 0]),
+        (&[64, 128, 255, 16], &[3, 1, 2, 0]),
         (&[8, 8, 16, 16, 32, 512], &[5, 0, 3, 1, 4, 2]),
-        (&[16, 32, 32, 32, 64], &[4, 2, 0, 3, 1]),
+        (&[16, 32, 32, 32, 63], &[4, 2, 0, 3, 1]),
         (&[16, 256, 64, 64], &[0, 2, 3, 1]),
     ];
     for (dims, p) in cases {
-        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-        let (ost, sst) = (row_major(&out), row_major(dims));
-        let axes = normalise((0..dims.len()).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
+        let axes = axes_of(dims, p);
         let plan = |t| format!("{:?}", nest(&axes, 4, t));
         assert_eq!(plan(Tuning::RowBursts), plan(Tuning::LongReads), "{dims:?} {p:?}");
     }
@@ -847,4 +859,51 @@ fn rows_sharing_an_l2_set_are_counted() {
     assert_eq!(tile_rows(64, 512 * 500), 32);
     assert_eq!(tile_rows(24, 512 * 512), 24);
     assert_eq!(tile_rows(24, 512 * 500), 24);
+}
+
+/// Far rows that crowd an L2 set, by tuning (`Tuning::set_rows`): 16 to
+/// a tile everywhere but on Zen 5 (LongReads), which takes 16 only when
+/// there are at most 32 of them or they are split across tiles with a
+/// count not a multiple of 128; and the
+/// copies of both kinds of tile against [`naive`] under every tuning.
+#[test]
+fn far_rows_crowding_a_set_come_16_to_a_tile_by_tuning() {
+    use super::nest::{nest, Body};
+    // NCHW -> NHWC of [2, c, hw] f32 (source rows of hw, split), and
+    // `transposed (1,3)` of [2, n, 256, 128] (whole rows of 512 bytes,
+    // 128 KiB apart).
+    let nhwc = |c: usize, hw: usize| normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }]);
+    let t13 = |n: usize| {
+        let (dims, p) = ([2usize, n, 256, 128], [0usize, 3, 2, 1]);
+        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+        let (ost, sst) = (row_major(&out), row_major(&dims));
+        normalise((0..4).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
+    };
+    let ej = |axes: &[Axis], t: Tuning| match nest(axes, 4, t).kind {
+        Body::Tile { ej, .. } => ej,
+        other => panic!("not a tile: {other:?}"),
+    };
+    for t in Tuning::ALL {
+        let zen5 = t == Tuning::LongReads;
+        assert_eq!(ej(&nhwc(64, 512 * 512), t), 16, "{t:?}");
+        assert_eq!(ej(&nhwc(192, 256 * 256), t), 16, "{t:?}");
+        assert_eq!(ej(&nhwc(256, 256 * 256), t), if zen5 { 32 } else { 16 }, "{t:?}");
+        assert_eq!(ej(&nhwc(128, 512 * 256), t), if zen5 { 32 } else { 16 }, "{t:?}");
+        assert_eq!(ej(&t13(64), t), if zen5 { 32 } else { 16 }, "{t:?}");
+        assert_eq!(ej(&t13(96), t), if zen5 { 32 } else { 16 }, "{t:?}");
+        // 32 far rows (as `permute [4, 2, 0, 3, 1]` has at 128 MiB): 16
+        // for all.
+        assert_eq!(ej(&t13(32), t), 16, "{t:?}");
+        // No crowding (planes of 512 x 500): 32 for all.
+        assert_eq!(ej(&nhwc(64, 512 * 500), t), 32, "{t:?}");
+    }
+    // Both kinds of tile copy right under every tuning: whole rows
+    // (`(1,3)` of [1, 64, 256, 128], 8 MiB) and split ones (NCHW -> NHWC
+    // of 256 x 128 pixels, planes 128 KiB apart: C = 128 in tiles of 32
+    // on Zen 5, C = 64 in tiles of 16).
+    each_tuning(|| {
+        check_permutation(&[1, 64, 256, 128], &[0, 3, 2, 1]);
+        check_permutation(&[1, 128, 256, 128], &[0, 2, 3, 1]);
+        check_permutation(&[1, 64, 256, 128], &[0, 2, 3, 1]);
+    });
 }

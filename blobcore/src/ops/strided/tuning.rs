@@ -26,7 +26,9 @@
 //! the shapes it was measured with; a processor of neither vendor gets
 //! the square ones.
 //! The far-row rules (`nest.rs`'s `STREAM_ROWS`, whole rows, split rows)
-//! are the same for both: on the Zen 5 VM, tiles of 16 far rows of 16 KiB
+//! are the same for all but one: far rows that crowd an L2 set come 16
+//! to a tile everywhere but on Zen 5, which keeps 32 for most of them
+//! ([`Tuning::set_rows`], session 89). On the Zen 5 VM, tiles of 16 far rows of 16 KiB
 //! each took NCHW->NHWC at C = 64 from 0.78-0.81x to 0.86-0.89x of the
 //! streamed copy at 1 GiB, but `transposed (1,3)` from 0.80-0.83x to
 //! 0.42-0.58x, `permute [4, 2, 0, 3, 1]` from 0.72-0.77x to 0.46-0.48x and
@@ -176,6 +178,40 @@ impl Tuning {
     /// 0.98-1.03, two sets each; NCHW->NHWC at C = 64 1.02 once).
     pub(super) fn next_tile_into_l1(self) -> bool {
         matches!(self, Tuning::LongReads | Tuning::RowBursts)
+    }
+
+    /// Whether a transpose tile whose `n` far source rows crowd an L2
+    /// set (`nest.rs`'s `far_rows`), each `row_bytes` long, reads
+    /// `SET_ROWS` (16) of them rather than `STREAM_ROWS` (32). Every
+    /// tuning but [`Tuning::LongReads`]: yes (measured on the Emerald
+    /// Rapids VM, session 77). LongReads: when there are at most 32 far
+    /// rows, or the source rows are split across tiles (longer than
+    /// `WHOLE_ROW_BYTES`, 2 KiB) and `n` is not a multiple of 128.
+    ///
+    /// On session 89's Zen 5 VM (an EPYC of family 26, model 2, 1 MiB of
+    /// 16-way L2 per core, 32 MiB of L3), alternated in one process at 1
+    /// GiB, tiles of 16 against 32 rows, the best of 6-8 rounds, with the
+    /// streamed copy at 22-23 ms (the VM's fast phase) and 37-40 ms (its
+    /// slow one): `transposed (1,3)` of `[64, 128, 256, 128]` (whole rows
+    /// of 512 bytes, 128 KiB apart) 57.8-58.5 -> 34.3-34.5 ms and
+    /// 66.4-69.1 -> 46.6-48.0 ms; `(0,3)` (whole rows, 16 MiB apart)
+    /// 41.0-41.4 -> 29.9-30.0 ms and 48.8-50.7 -> 44.3-46.1 ms; NCHW ->
+    /// NHWC at C = 256 (rows split, 256 KiB apart) 43.1-43.7 -> 29.5-29.9
+    /// ms and 55.4-61.2 -> 46.0-47.3 ms, and likewise at C = 128, 384,
+    /// 512 and 1024; but at C = 64 28.6-28.7 -> 31.3 ms and 43.1-43.8 ->
+    /// 47.7-49.9 ms, and 16 rows were faster too at C = 32, 48, 96, 160,
+    /// 192 and 320 (rows split). `permute [4, 2, 0, 3, 1]` (32 whole rows
+    /// of 2 KiB, 2 MiB apart) was level (33.7 / 33.8 ms, 43.1 / 43.0 ms)
+    /// and at 128 MiB (32 rows of 256 bytes) slower in tiles of 32 (two
+    /// rounds: 4.06 and 4.11 -> 4.78 and 4.62 ms), so 32 rows or fewer
+    /// keep tiles of 16.
+    /// Session 50 found 16 far rows slower on the same family before the
+    /// crowding rule existed.
+    pub(super) fn set_rows(self, n: usize, row_bytes: usize) -> bool {
+        match self {
+            Tuning::Square | Tuning::RowBursts | Tuning::SquareLongRuns => true,
+            Tuning::LongReads => n <= super::nest::STREAM_ROWS || (row_bytes > super::nest::WHOLE_ROW_BYTES && !n.is_multiple_of(128)),
+        }
     }
 
     /// 4-byte elements a batch of tiles grows to (see `Body::Tile`).
