@@ -128,13 +128,33 @@ fn check_permutation(dims: &[usize], p: &[usize]) {
     }
 }
 
+/// The normalised axes of a copy of row-major `dims` permuted by `p`
+/// into a row-major destination.
+fn permutation_axes(dims: &[usize], p: &[usize]) -> Vec<Axis> {
+    let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
+    let (ost, sst) = (row_major(&out), row_major(dims));
+    normalise((0..dims.len()).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
+}
+
+/// The normalised axes of NCHW -> NHWC of `[2, c, hw]` (two images of
+/// `c` channel planes of `hw` pixels).
+fn nchw_to_nhwc_axes(c: usize, hw: usize) -> Vec<Axis> {
+    normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }])
+}
+
+/// The far source rows per tile (`ej`) of the transpose tile `nest`
+/// plans for `axes` of `es`-byte elements under `tuning`.
+fn tile_rows(axes: &[Axis], es: usize, tuning: Tuning) -> usize {
+    match super::nest::nest(axes, es, tuning).kind {
+        super::nest::Body::Tile { ej, .. } => ej,
+        other => panic!("not a tile: {other:?}"),
+    }
+}
+
 /// The plan `nest` makes for `src` (row-major `dims`, `es`-byte
 /// elements) permuted by `p`, with the tuning of [`each_tuning`].
 fn plan_of(dims: &[usize], p: &[usize], es: usize) -> super::nest::Body {
-    let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-    let (ost, sst) = (row_major(&out), row_major(dims));
-    let axes = normalise((0..dims.len()).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
-    super::nest::nest(&axes, es, TUNING.with(Cell::get)).kind
+    super::nest::nest(&permutation_axes(dims, p), es, TUNING.with(Cell::get)).kind
 }
 
 /// One permutation per kind of plan the engine makes — whole-row tiles
@@ -437,14 +457,7 @@ fn far_rows_split_both_ways_walk_along_the_source_rows_first() {
 /// element sizes and near rows keep the split of `STREAM_ROWS`.
 #[test]
 fn far_rows_of_partial_lines_stay_whole_in_a_tile() {
-    use super::nest::{nest, Body};
-    let ej_of = |c: usize, hw: usize, es: usize| {
-        let axes = normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }]);
-        match nest(&axes, es, Tuning::Square).kind {
-            Body::Tile { ej, .. } => ej,
-            other => panic!("not a tile: {other:?}"),
-        }
-    };
+    let ej_of = |c: usize, hw: usize, es: usize| tile_rows(&nchw_to_nhwc_axes(c, hw), es, Tuning::Square);
     for c in [33usize, 36, 40, 56, 63] {
         assert_eq!(ej_of(c, 4096, 4), c, "C = {c}");
     }
@@ -475,12 +488,7 @@ fn whole_rows_too_large_for_one_tile_are_split_and_walked_along() {
     use super::nest::{nest, Body, Order};
     // `permute [4, 2, 0, 3, 1]` of [16, 32, 33, 31, 512] f32: 32 source
     // rows of 2 KiB, about 2 MiB apart, into rows of 32.
-    let axes_of = |dims: [usize; 5]| {
-        let p = [4usize, 2, 0, 3, 1];
-        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-        let (ost, sst) = (row_major(&out), row_major(&dims));
-        normalise((0..5).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
-    };
+    let axes_of = |dims: [usize; 5]| permutation_axes(&dims, &[4, 2, 0, 3, 1]);
     // The bench's 1 GiB row, [16, 32, 32, 32, 512]: its rows, exactly 2
     // MiB apart, share one L2 set, so a tile takes 16, whole.
     let n = nest(&axes_of([16, 32, 32, 32, 512]), 4, Tuning::Square);
@@ -627,11 +635,7 @@ fn long_reads_take_few_long_source_streams_and_larger_batches() {
     // `permute [5, 0, 3, 1, 4, 2]` of [8, 8, 16, 16, 32, 512] f32: tiles of
     // 16 far rows of 2 KiB, batched over the inside axis of 32 by 1
     // (Square) or 4 (LongReads).
-    let dims = [8usize, 8, 16, 16, 32, 512];
-    let p = [5usize, 0, 3, 1, 4, 2];
-    let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-    let (ost, sst) = (row_major(&out), row_major(&dims));
-    let axes = normalise((0..6).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect());
+    let axes = permutation_axes(&[8, 8, 16, 16, 32, 512], &[5, 0, 3, 1, 4, 2]);
     let batch = |t| match nest(&axes, 4, t).kind {
         Body::Tile { ei, ej, ec, c, .. } => (ei, ej, ec, c.n),
         k => panic!("not a tile: {k:?}"),
@@ -650,17 +654,8 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
     // crowd an L2 set (`Tuning::set_rows`): `transposed (0,3)` of [64,
     // 128, 256, 16] (whole rows of 64 bytes, 2 MiB apart) reads 16 rows
     // a tile with RowBursts, 32 with LongReads.
-    let axes_of = |dims: &[usize], p: &[usize]| {
-        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-        let (ost, sst) = (row_major(&out), row_major(dims));
-        normalise((0..dims.len()).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
-    };
-    let crowded = axes_of(&[64, 128, 256, 16], &[3, 1, 2, 0]);
-    let ej = |t| match nest(&crowded, 4, t).kind {
-        super::nest::Body::Tile { ej, .. } => ej,
-        other => panic!("not a tile: {other:?}"),
-    };
-    assert_eq!((ej(Tuning::RowBursts), ej(Tuning::LongReads)), (16, 32));
+    let crowded = permutation_axes(&[64, 128, 256, 16], &[3, 1, 2, 0]);
+    assert_eq!((tile_rows(&crowded, 4, Tuning::RowBursts), tile_rows(&crowded, 4, Tuning::LongReads)), (16, 32));
     let cases: [(&[usize], &[usize]); 4] = [
         (&[64, 128, 255, 16], &[3, 1, 2, 0]),
         (&[8, 8, 16, 16, 32, 512], &[5, 0, 3, 1, 4, 2]),
@@ -668,7 +663,7 @@ fn row_bursts_plan_as_long_reads_and_alone_write_batched_rows_whole() {
         (&[16, 256, 64, 64], &[0, 2, 3, 1]),
     ];
     for (dims, p) in cases {
-        let axes = axes_of(dims, p);
+        let axes = permutation_axes(dims, p);
         let plan = |t| format!("{:?}", nest(&axes, 4, t));
         assert_eq!(plan(Tuning::RowBursts), plan(Tuning::LongReads), "{dims:?} {p:?}");
     }
@@ -848,17 +843,11 @@ fn rows_sharing_an_l2_set_are_counted() {
     });
     // The planner: 64 channels of 512 x 512 f32 in tiles of 16; of 512 x
     // 500 (no crowding) in tiles of 32; 24 channels whole either way.
-    let tile_rows = |c: usize, hw: usize| {
-        let axes = normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }]);
-        match super::nest::nest(&axes, 4, Tuning::Square).kind {
-            super::nest::Body::Tile { ej, .. } => ej,
-            other => panic!("not a tile: {other:?}"),
-        }
-    };
-    assert_eq!(tile_rows(64, 512 * 512), 16);
-    assert_eq!(tile_rows(64, 512 * 500), 32);
-    assert_eq!(tile_rows(24, 512 * 512), 24);
-    assert_eq!(tile_rows(24, 512 * 500), 24);
+    let square_rows = |c: usize, hw: usize| tile_rows(&nchw_to_nhwc_axes(c, hw), 4, Tuning::Square);
+    assert_eq!(square_rows(64, 512 * 512), 16);
+    assert_eq!(square_rows(64, 512 * 500), 32);
+    assert_eq!(square_rows(24, 512 * 512), 24);
+    assert_eq!(square_rows(24, 512 * 500), 24);
 }
 
 /// Far rows that crowd an L2 set, by tuning (`Tuning::set_rows`): 16 to
@@ -868,21 +857,12 @@ fn rows_sharing_an_l2_set_are_counted() {
 /// copies of both kinds of tile against [`naive`] under every tuning.
 #[test]
 fn far_rows_crowding_a_set_come_16_to_a_tile_by_tuning() {
-    use super::nest::{nest, Body};
     // NCHW -> NHWC of [2, c, hw] f32 (source rows of hw, split), and
     // `transposed (1,3)` of [2, n, 256, 128] (whole rows of 512 bytes,
     // 128 KiB apart).
-    let nhwc = |c: usize, hw: usize| normalise(vec![Axis { n: 2, ds: (c * hw) as isize, ss: (c * hw) as isize }, Axis { n: hw, ds: c as isize, ss: 1 }, Axis { n: c, ds: 1, ss: hw as isize }]);
-    let t13 = |n: usize| {
-        let (dims, p) = ([2usize, n, 256, 128], [0usize, 3, 2, 1]);
-        let out: Vec<usize> = p.iter().map(|&a| dims[a]).collect();
-        let (ost, sst) = (row_major(&out), row_major(&dims));
-        normalise((0..4).map(|k| Axis { n: out[k], ds: ost[k] as isize, ss: sst[p[k]] as isize }).collect())
-    };
-    let ej = |axes: &[Axis], t: Tuning| match nest(axes, 4, t).kind {
-        Body::Tile { ej, .. } => ej,
-        other => panic!("not a tile: {other:?}"),
-    };
+    let nhwc = nchw_to_nhwc_axes;
+    let t13 = |n: usize| permutation_axes(&[2, n, 256, 128], &[0, 3, 2, 1]);
+    let ej = |axes: &[Axis], t: Tuning| tile_rows(axes, 4, t);
     for t in Tuning::ALL {
         let zen5 = t == Tuning::LongReads;
         assert_eq!(ej(&nhwc(64, 512 * 512), t), 16, "{t:?}");
