@@ -200,10 +200,26 @@ const SET_ROWS: usize = 16;
 /// (Intel's 2 MiB 16-way and AMD's 1 MiB 8-way L2 both have 2048 sets).
 /// Rows a large power of two apart all fall in one or two.
 pub(super) fn rows_per_set(rows: usize, stride: usize) -> usize {
-    const WAY: usize = 128 << 10;
-    // Row k's offset in a way; wrapping is exact modulo WAY, a power of
-    // two that divides 2^64.
-    let mut sets: smallvec::SmallVec<[u16; 64]> = (0..rows).map(|k| (k.wrapping_mul(stride) % WAY / 64) as u16).collect();
+    rows_per_set_in(rows, stride, 128 << 10)
+}
+
+/// The most of `rows` source rows `stride` bytes apart whose lines at
+/// the same column fall in one set of the L1, counted over sets of
+/// 64-byte lines in a way of 4 KiB (the 32 KiB 8-way and 48 KiB 12-way
+/// L1s alike have 64 sets). Rows an odd multiple of 2 KiB apart fall in
+/// two sets (NCHW -> NHWC of 512-row planes of odd width: half the rows
+/// in each), rows a multiple of 4 KiB apart all in one.
+pub(super) fn rows_per_l1_set(rows: usize, stride: usize) -> usize {
+    rows_per_set_in(rows, stride, 4 << 10)
+}
+
+/// The most of `rows` rows `stride` bytes apart that fall in one set of
+/// 64-byte lines of a cache with ways of `way` bytes (a power of two of
+/// at most 4 MiB, so that a set's number fits 16 bits).
+fn rows_per_set_in(rows: usize, stride: usize, way: usize) -> usize {
+    // Row k's offset in a way; wrapping is exact modulo `way`, a power
+    // of two that divides 2^64.
+    let mut sets: smallvec::SmallVec<[u16; 64]> = (0..rows).map(|k| (k.wrapping_mul(stride) % way / 64) as u16).collect();
     sets.sort_unstable();
     let (mut most, mut run) = (0, 0);
     for (k, s) in sets.iter().enumerate() {
@@ -211,6 +227,29 @@ pub(super) fn rows_per_set(rows: usize, stride: usize) -> usize {
         most = most.max(run);
     }
     most
+}
+
+/// How many of a transpose tile's far source rows share one set of the
+/// L2 and of the L1: hints to the tiles' kernels (which kernel takes a
+/// streamed tile, and where it prefetches), on which no result depends.
+/// Counted once per task by `walk.rs` for the nest's largest tile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Crowding {
+    /// [`rows_per_set`] of the rows.
+    pub(crate) l2: usize,
+    /// [`rows_per_l1_set`] of the rows.
+    pub(crate) l1: usize,
+}
+
+impl Crowding {
+    /// Not counted (near rows, too many rows, or not streamed): as
+    /// crowded as can be, which no kernel that asks takes.
+    pub(crate) const UNCOUNTED: Crowding = Crowding { l2: usize::MAX, l1: usize::MAX };
+
+    /// The crowding of `rows` source rows `stride` bytes apart.
+    pub(crate) fn of(rows: usize, stride: usize) -> Crowding {
+        Crowding { l2: rows_per_set(rows, stride), l1: rows_per_l1_set(rows, stride) }
+    }
 }
 
 /// Bytes per transpose tile and side (L1/L2 sized).

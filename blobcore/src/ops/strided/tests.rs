@@ -692,7 +692,7 @@ fn one_tile(n: [usize; 3], d: [usize; 2], s: [usize; 2], at: usize, stream: bool
     // SAFETY: every element the tile names is inside `src` and, from
     // `base`, inside `buf` (the spans above); the callers checked AVX.
     unsafe {
-        simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, super::nest::rows_per_set(jn, sj * 4), &mut scratch);
+        simd::tile_f32(j, i, c, buf.as_mut_ptr().add(base), src.as_ptr(), src.as_ptr() as usize, stream, tuning, super::nest::Crowding::of(jn, sj * 4), &mut scratch);
     }
     simd::fence();
     let mut want = vec![0u32; buf.len()];
@@ -778,7 +778,9 @@ fn unpacked_tiles_of_random_shapes_match_indexing() {
 /// past the last eight), destination strides of whole groups or not,
 /// column counts that are not whole groups, any alignment, streamed or
 /// not, under every tuning, against indexing: every element it names is
-/// written, and nothing else. Most cases take the grouped form (counted).
+/// written, and nothing else. Most cases take the grouped form, and some
+/// of those hint their rows into L2 only (rows 4 or 6 KiB apart, which
+/// crowd an L1 set, under `Tuning::LongReads`; both counted).
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn grouped_tiles_of_random_shapes_match_indexing() {
@@ -787,28 +789,34 @@ fn grouped_tiles_of_random_shapes_match_indexing() {
     if !simd::has_avx() {
         return;
     }
-    let grouped = AtomicUsize::new(0);
+    let (grouped, into_l2) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let config = ProptestConfig { cases: 400, rng_seed: proptest::test_runner::RngSeed::Fixed(77), ..ProptestConfig::default() };
     proptest!(config, |(g in 1usize..10, odd in 0usize..12, i_n in 1usize..120, wide in 0usize..5, skew in 0usize..4, far in 1024usize..1300,
-                        aligned in 0usize..4, at in 0usize..17, stream: bool, pick in 0usize..3)| {
+                        crowd in 0usize..4, aligned in 0usize..4, at in 0usize..17, stream: bool, pick in 0usize..3)| {
         let tuning = Tuning::ALL[pick];
         // Mostly whole groups (8 and 72 columns are outside the form).
         let jn = g * 8 + if odd < 9 { 0 } else { odd - 8 };
         let di = jn + wide * 8 + usize::from(skew == 0);
         let at = if aligned > 0 { at / 8 * 8 } else { at };
-        let sj = far;
+        // Rows 4 KiB apart (all in one L1 set) or 6 KiB (two), else anywhere.
+        let sj = [1024, 1536].get(crowd).copied().unwrap_or(far);
         if stream && i_n >= 8 {
             let mut probe = vec![0u32; 32];
             let base = probe.as_mut_ptr().align_offset(64) + at;
+            let crowding = super::nest::Crowding::of(jn, sj * 4);
             // SAFETY: base + 0 is inside `probe` (at most 15 + 16 < 32).
-            if simd::groups_take(jn, i_n, di, sj, unsafe { probe.as_mut_ptr().add(base) }, super::nest::rows_per_set(jn, sj * 4)) {
+            if simd::groups_take(jn, i_n, di, sj, unsafe { probe.as_mut_ptr().add(base) }, crowding.l2) {
                 grouped.fetch_add(1, Ordering::Relaxed);
+                if tuning.groups_hint_into_l2(jn, crowding.l1) {
+                    into_l2.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         let (buf, want) = one_tile([jn, i_n, 1], [di, 0], [sj, 0], at, stream, tuning, simd::packed_scratch(jn, i_n, 1, sj));
         prop_assert!(buf == want, "j {} i {} di {} sj {} at {} stream {} {:?}", jn, i_n, di, sj, at, stream, tuning);
     });
     assert!(grouped.load(Ordering::Relaxed) >= 40, "only {} cases took the grouped form", grouped.load(Ordering::Relaxed));
+    assert!(into_l2.load(Ordering::Relaxed) >= 5, "only {} grouped cases hinted into L2", into_l2.load(Ordering::Relaxed));
 }
 
 /// `nest::rows_per_set` against the sets counted one row at a time, on
@@ -848,6 +856,46 @@ fn rows_sharing_an_l2_set_are_counted() {
     assert_eq!(square_rows(64, 512 * 500), 32);
     assert_eq!(square_rows(24, 512 * 512), 24);
     assert_eq!(square_rows(24, 512 * 500), 24);
+}
+
+/// `nest::rows_per_l1_set` against the sets counted one row at a time
+/// (on the bench's channel planes, powers of two and random strides),
+/// and which grouped tiles hint their rows into L2 only, by tuning
+/// (`Tuning::groups_hint_into_l2`): on Zen 5 (LongReads) tiles of 24 or
+/// more rows of which 12 or more share an L1 set; no other tuning.
+#[test]
+fn rows_crowding_an_l1_set_are_hinted_into_l2_on_zen_5() {
+    use super::nest::rows_per_l1_set;
+    use proptest::prelude::*;
+    let slow = |rows: usize, stride: usize| {
+        let sets: Vec<usize> = (0..rows).map(|k| (k * stride) % 4096 / 64).collect();
+        sets.iter().map(|s| sets.iter().filter(|t| *t == s).count()).max().unwrap_or(0)
+    };
+    // NCHW -> NHWC planes of 512 rows of odd width, an odd multiple of 2
+    // KiB apart: half the channels in each of two sets.
+    assert_eq!(rows_per_l1_set(24, 512 * 1365 * 4), 12);
+    assert_eq!(rows_per_l1_set(40, 512 * 819 * 4), 20);
+    assert_eq!(rows_per_l1_set(56, 512 * 585 * 4), 28);
+    // 16 channels of 512 x 2048: every row in one set; 511 x 819 and
+    // 500 x 1400: spread.
+    assert_eq!(rows_per_l1_set(16, 512 * 2048 * 4), 16);
+    assert_eq!(rows_per_l1_set(40, 511 * 819 * 4), 4);
+    assert!(rows_per_l1_set(24, 500 * 1400 * 4) < 12);
+    assert_eq!(rows_per_l1_set(0, 4096), 0);
+    let config = ProptestConfig { cases: 500, rng_seed: proptest::test_runner::RngSeed::Fixed(90), ..ProptestConfig::default() };
+    proptest!(config, |(rows in 0usize..80, stride in 4096usize..(64 << 20), pow in 11u32..26, pick: bool)| {
+        let stride = if pick { 1 << pow } else { stride };
+        prop_assert_eq!(rows_per_l1_set(rows, stride), slow(rows, stride));
+    });
+    // (channels, plane) -> whether LongReads hints into L2; every other
+    // tuning never does.
+    let cases = [((24, 512 * 1365), false), ((40, 512 * 819), true), ((56, 512 * 585), true), ((48, 512 * 682), true),
+                 ((16, 512 * 2048), false), ((40, 511 * 819), false), ((24, 500 * 1400), false), ((64, 500 * 500), false)];
+    for ((c, plane), want) in cases {
+        let per_set = rows_per_l1_set(c, plane * 4);
+        let by_tuning: Vec<bool> = Tuning::ALL.iter().map(|t| t.groups_hint_into_l2(c, per_set)).collect();
+        assert_eq!(by_tuning, [false, want, false, false], "C = {c}, plane {plane}");
+    }
 }
 
 /// Far rows that crowd an L2 set, by tuning (`Tuning::set_rows`): 16 to

@@ -33,6 +33,9 @@
 //! streamed copy at 1 GiB, but `transposed (1,3)` from 0.80-0.83x to
 //! 0.42-0.58x, `permute [4, 2, 0, 3, 1]` from 0.72-0.77x to 0.46-0.48x and
 //! NCHW->NHWC at C = 256 from 0.80-0.81x to 0.74x, and were dropped.
+//! Zen 5 also hints the far rows of a grouped NCHW->NHWC tile into L2
+//! rather than L1 where more of them share an L1 set than it has ways
+//! ([`Tuning::groups_hint_into_l2`], session 90).
 
 /// Which tile shapes [`super::nest`] plans with (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +64,16 @@ const RUN_TILE_BYTES: usize = 128 << 10;
 
 /// Bytes of each source stream a [`Tuning::LongReads`] tile reads.
 const LONG_READ_BYTES: usize = 16 << 10;
+
+/// Far source rows a grouped tile has at least before
+/// [`Tuning::groups_hint_into_l2`] hints them into L2 only (three groups
+/// of eight).
+const GROUPS_L2_ROWS: usize = 24;
+
+/// Ways of the L1 data cache of the processors that hint grouped rows
+/// into L2 (Zen 5: 48 KiB, 12-way): more rows than this sharing a set
+/// cannot all keep their lines and their hinted ones there.
+const L1_WAYS: usize = 12;
 
 impl Tuning {
     /// Every tuning, for tests that check every plan against an oracle.
@@ -212,6 +225,44 @@ impl Tuning {
             Tuning::Square | Tuning::RowBursts | Tuning::SquareLongRuns => true,
             Tuning::LongReads => n <= super::nest::STREAM_ROWS || (row_bytes > super::nest::WHOLE_ROW_BYTES && !n.is_multiple_of(128)),
         }
+    }
+
+    /// Whether a streamed grouped tile (`simd/groups.rs`: NCHW -> NHWC
+    /// with 16 to 64 channels a tile) of `rows` far source rows, of which
+    /// `per_l1_set` share one L1 set (`nest::rows_per_l1_set`), hints its
+    /// rows into L2 only, all of them before each line's reads, rather
+    /// than each into L1 just before its own read (hints: no result
+    /// depends on them). [`Tuning::LongReads`] only, for tiles of at
+    /// least [`GROUPS_L2_ROWS`] rows of which more than [`L1_WAYS`] share
+    /// a set: the L1 cannot hold every such row's line and its hinted
+    /// one, so the hints evict lines before they are read (planes of 512
+    /// rows of odd width lie an odd multiple of 2 KiB apart: half the
+    /// channels in each of two sets; of even width, 4 KiB: all in one).
+    /// Fewer rows (C = 16) and rows that fit the ways (C = 24 of 512 x
+    /// 1365: 12 to a set) keep the L1 hints, as do rows spread over the
+    /// sets.
+    ///
+    /// On session 90's Zen 5 VM (the one of session 89), NCHW -> NHWC at
+    /// 1 GiB, alternated builds (the best of 4; as a fraction of
+    /// blobcore's dense copy in the same process), with the dense copy at
+    /// 21-22 ms (the VM's fast memory phase) and 37-39 ms (its slow one):
+    /// C = 40 of 512 x 819 (20 rows to a set) 39.0-40.4 -> 30.8 ms
+    /// (0.55-0.56x -> 0.74x) and 55.4-58.5 -> 48.8-52.9 ms (0.65-0.69x ->
+    /// 0.75-0.77x); C = 56 of 512 x 585 (28) 60.6 -> 53.3-59.3 ms (0.63x
+    /// -> 0.72-0.74x) in the slow phase; C = 32 of 512 x 1000 (32) 30.7 ->
+    /// 28.1 ms (0.68x -> 0.77x) and 47.8 -> 44.4 ms; C = 48 of 512 x 682
+    /// (48) 30.6 -> 30.7 ms and 49.2 -> 44.7 ms (0.77x -> 0.86x). In a
+    /// build with the kernel's forms switchable in one process, the L2
+    /// hints interleaved with the reads (as the L1 hints are) were slower
+    /// (C = 40 33.8-36.4 ms in the fast phase), and a pass of hints of
+    /// either kind before the reads slower for C = 16 of 512 x 2048
+    /// (0.92-0.94x -> 0.86-0.88x in the slow phase) and C = 24 of 512 x
+    /// 1365 (0.88-0.92x -> 0.85-0.90x). That build and others with a test
+    /// in the loop ran the L1 form itself at C = 40 in 27-28 ms, main's in
+    /// 39-40: the form's speed there turns on how the compiler lays out
+    /// its loop.
+    pub(super) fn groups_hint_into_l2(self, rows: usize, per_l1_set: usize) -> bool {
+        self == Tuning::LongReads && rows >= GROUPS_L2_ROWS && per_l1_set > L1_WAYS
     }
 
     /// 4-byte elements a batch of tiles grows to (see `Body::Tile`).

@@ -95,16 +95,16 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
     // Scratch for packed 4-byte tiles (see `simd::tile_f32`), allocated once
     // per task; only what a tile writes into it is read back.
     let mut scratch: Vec<u32> = Vec::new();
-    // How many of the largest tile's source rows share an L2 set, for
-    // streamed tiles of up to 64 far rows (a hint to the tiles' kernels;
-    // counted once per task, and only there: a count over thousands of
-    // rows would cost each task more than its copy).
-    let mut per_set = usize::MAX;
+    // How many of the largest tile's source rows share an L2 set and an
+    // L1 set, for streamed tiles of up to 64 far rows (a hint to the
+    // tiles' kernels; counted once per task, and only there: a count
+    // over thousands of rows would cost each task more than its copy).
+    let mut crowding = super::nest::Crowding::UNCOUNTED;
     if let (4, Body::Tile { j, i, c, ei, ej, ec, .. }) = (es, n.kind) {
         scratch.reserve_exact(scratch_floats(j.n.min(ej), i.n.min(ei), c.n.min(ec), j.ss));
         let (rows, stride) = (j.n.min(ej), j.ss.unsigned_abs().saturating_mul(4));
         if stream && rows <= 64 && stride >= super::nest::FAR_ROW_BYTES {
-            per_set = super::nest::rows_per_set(rows, stride);
+            crowding = super::nest::Crowding::of(rows, stride);
         }
     }
     for _ in lo..hi {
@@ -137,7 +137,7 @@ unsafe fn run_range(es: usize, n: &Nest, dst: usize, src: usize, lo: usize, hi: 
                         continue_next(&mut ni, loops, &mut nd, &mut ns);
                         next = src.wrapping_add_signed(ns * es_i);
                     }
-                    tile(es, j, i, c, d, s, next, stream, tuning, per_set, &mut scratch);
+                    tile(es, j, i, c, d, s, next, stream, tuning, crowding, &mut scratch);
                 }
                 Body::Runs { n: run_n, j, i, ei, ej, blocks } => {
                     let (bi, bj) = (idx[blocks], idx[blocks + 1]);
@@ -253,14 +253,14 @@ unsafe fn strided_run(es: usize, inner: Axis, dst: usize, src: usize) {
 /// # Safety
 /// As [`copy`], for the elements of the two loops from `dst`/`src`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, tuning: Tuning, per_set: usize, scratch: &mut Vec<u32>) {
+unsafe fn tile(es: usize, j: Axis, i: Axis, c: Axis, dst: usize, src: usize, next: usize, stream: bool, tuning: Tuning, crowding: super::nest::Crowding, scratch: &mut Vec<u32>) {
     #[cfg(target_arch = "x86_64")]
     if es == 4 && j.ds == 1 && i.ss == 1 && i.ds > 0 && j.ss > 0 && c.ds >= 0 && c.ss >= 0 {
         // SAFETY: forwarded; the layouts are the ones the kernels assume.
-        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, tuning, per_set, scratch) };
+        unsafe { simd::tile_f32(j, i, c, dst as *mut u32, src as *const u32, next, stream, tuning, crowding, scratch) };
         return;
     }
-    let _ = (stream, tuning, scratch, next, per_set);
+    let _ = (stream, tuning, scratch, next, crowding);
     for k in 0..c.n as isize {
         let (dst, src) = (dst.wrapping_add_signed(k * c.ds * es as isize), src.wrapping_add_signed(k * c.ss * es as isize));
         // SAFETY: forwarded; step k of the batch is inside the caller's

@@ -28,9 +28,10 @@ use std::arch::x86_64::*;
 const ROWS_PER_SET: usize = 16;
 
 /// Elements ahead of the current column that each source row is
-/// prefetched into L1, every 16 columns (256 bytes: level with none or
-/// 128 at C = 24, 40, 192, better at 40). Some processors also want a
-/// hint into L2 further ahead (`groups_f32`'s `l2_ahead`).
+/// prefetched into L1 (or into L2 only: `groups_f32`'s `into_l2`), every
+/// 16 columns (256 bytes: level with none or 128 at C = 24, 40, 192,
+/// better at 40). Some processors also want a hint into L2 further ahead
+/// (`groups_f32`'s `l2_ahead`).
 const AHEAD: usize = 64;
 
 /// Whether [`groups_f32`] takes a streamed tile of `j` destination rows
@@ -51,35 +52,52 @@ pub(crate) fn takes(j: usize, i: usize, di: usize, sj: usize, dst: *mut u32, per
 
 /// `dst[a*i.ds + b] = src[a + b*sj]` for `a < i.n`, `b < j.n`, streamed
 /// (the columns past the last eight with plain stores), for a tile
-/// [`takes`] accepts. With `l2_ahead` > 0 each source row is also hinted
-/// into L2 that many elements ahead (`tuning::groups_ahead_elements`; a
-/// hint: no result depends on it).
+/// [`takes`] accepts. Each source row is hinted [`AHEAD`] elements ahead
+/// into L1, or into L2 only with `into_l2` (`Tuning::groups_hint_into_l2`:
+/// rows that crowd an L1 set, whose hinted lines would evict each other
+/// before they are read); with `l2_ahead` > 0 also into L2 that many
+/// elements ahead (`tuning::groups_ahead_elements`). Hints: no result
+/// depends on them.
 ///
 /// # Safety
 /// Every element named is inside its memory; `takes(j.n, i.n, i.ds,
 /// sj, dst, _)` holds (AVX present, `dst` and `i.ds * 4` 32-byte aligned).
-pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, l2_ahead: usize) {
+pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32, sj: usize, into_l2: bool, l2_ahead: usize) {
     let di = i.ds as usize;
-    // SAFETY: forwarded; j.n is 8 times the group count (takes).
+    // SAFETY: forwarded; j.n is 8 times the group count (takes). Where
+    // the hints go is a constant of each kernel, not a branch in its
+    // loop.
     unsafe {
-        match j.n / 8 {
-            2 => groups::<2>(i.n, dst, di, src, sj, l2_ahead),
-            3 => groups::<3>(i.n, dst, di, src, sj, l2_ahead),
-            4 => groups::<4>(i.n, dst, di, src, sj, l2_ahead),
-            5 => groups::<5>(i.n, dst, di, src, sj, l2_ahead),
-            6 => groups::<6>(i.n, dst, di, src, sj, l2_ahead),
-            7 => groups::<7>(i.n, dst, di, src, sj, l2_ahead),
-            _ => groups::<8>(i.n, dst, di, src, sj, l2_ahead),
+        match (j.n / 8, into_l2) {
+            (2, false) => groups::<2, false>(i.n, dst, di, src, sj, l2_ahead),
+            (3, false) => groups::<3, false>(i.n, dst, di, src, sj, l2_ahead),
+            (4, false) => groups::<4, false>(i.n, dst, di, src, sj, l2_ahead),
+            (5, false) => groups::<5, false>(i.n, dst, di, src, sj, l2_ahead),
+            (6, false) => groups::<6, false>(i.n, dst, di, src, sj, l2_ahead),
+            (7, false) => groups::<7, false>(i.n, dst, di, src, sj, l2_ahead),
+            (_, false) => groups::<8, false>(i.n, dst, di, src, sj, l2_ahead),
+            (2, true) => groups::<2, true>(i.n, dst, di, src, sj, l2_ahead),
+            (3, true) => groups::<3, true>(i.n, dst, di, src, sj, l2_ahead),
+            (4, true) => groups::<4, true>(i.n, dst, di, src, sj, l2_ahead),
+            (5, true) => groups::<5, true>(i.n, dst, di, src, sj, l2_ahead),
+            (6, true) => groups::<6, true>(i.n, dst, di, src, sj, l2_ahead),
+            (7, true) => groups::<7, true>(i.n, dst, di, src, sj, l2_ahead),
+            (_, true) => groups::<8, true>(i.n, dst, di, src, sj, l2_ahead),
         }
     }
 }
 
-/// [`groups_f32`] with `G` groups of eight destination columns.
+/// [`groups_f32`] with `G` groups of eight destination columns. Each
+/// source row is hinted into L1 just before its first read of a line
+/// ahead; with `INTO_L2`, all the tile's rows are hinted into L2 only,
+/// one after the other, before the first group's reads of that column
+/// (the hints interleaved with the reads measured slower for rows that
+/// crowd an L1 set: see `Tuning::groups_hint_into_l2`).
 ///
 /// # Safety
 /// As [`groups_f32`], with `j.n == 8 * G`.
 #[target_feature(enable = "avx")]
-unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize, l2_ahead: usize) {
+unsafe fn groups<const G: usize, const INTO_L2: bool>(n: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize, l2_ahead: usize) {
     let whole = n / 8 * 8;
     // SAFETY: a + 8 <= whole <= n and g * 8 + k < 8 * G = j.n: inside
     // the tile (the contract); the streamed stores are 32-byte aligned
@@ -88,12 +106,19 @@ unsafe fn groups<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const
     unsafe {
         for a in (0..whole).step_by(8) {
             let mut t = [[_mm256_setzero_ps(); 8]; G];
+            if INTO_L2 && a % 16 == 0 {
+                for row in 0..8 * G {
+                    _mm_prefetch::<_MM_HINT_T1>(src.wrapping_add(a + row * sj + AHEAD) as *const i8);
+                }
+            }
             for (g, tg) in t.iter_mut().enumerate() {
                 let mut r = [_mm256_setzero_ps(); 8];
                 for (k, rk) in r.iter_mut().enumerate() {
                     let s = src.add(a + (g * 8 + k) * sj);
                     if a % 16 == 0 {
-                        _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(AHEAD) as *const i8);
+                        if !INTO_L2 {
+                            _mm_prefetch::<_MM_HINT_T0>(s.wrapping_add(AHEAD) as *const i8);
+                        }
                         if l2_ahead > 0 {
                             _mm_prefetch::<_MM_HINT_T1>(s.wrapping_add(l2_ahead) as *const i8);
                         }

@@ -6,6 +6,7 @@ use super::registers::{t4x4, t8x16, t8x8};
 use super::{has_avx, has_avx2};
 use super::stream::{run, stream_elements};
 use crate::ops::strided::tuning::Tuning;
+use crate::ops::strided::nest::Crowding;
 use crate::ops::strided::Axis;
 // Source rows a page or more apart are packed (often a power of two
 // apart, they share cache sets); the planner caps a tile's count of them.
@@ -50,14 +51,16 @@ pub(crate) fn packed_scratch(j: usize, i: usize, c: usize, sj: usize) -> usize {
 /// row's part in one burst (`Tuning::batched_rows_in_bursts`), and
 /// whether streamed deinterleaves and unpacked tiles do
 /// (`Tuning::rows_in_bursts`): hints, on which no result depends; as is
-/// `per_set`, the most of the nest's largest tile's source rows that
-/// share one L2 set (`nest::rows_per_set`: few enough, and a streamed
-/// tile of a few groups of eight columns takes `groups.rs`).
+/// `crowding`, the most of the nest's largest tile's source rows that
+/// share one L2 set and one L1 set (`nest::Crowding`: few enough in an
+/// L2 set, and a streamed tile of a few groups of eight columns takes
+/// `groups.rs`, which the tuning and the L1's count tell where to
+/// prefetch: `Tuning::groups_hint_into_l2`).
 ///
 /// # Safety
 /// Every element named is inside its memory (the caller's contract).
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, tuning: Tuning, per_set: usize, scratch: &mut Vec<u32>) {
+pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *const u32, next: usize, stream: bool, tuning: Tuning, crowding: Crowding, scratch: &mut Vec<u32>) {
     // The caller checked all strides non-negative, i and j positive.
     let (sj, di) = (j.ss as usize, i.ds as usize);
     let (cs, cd) = (c.ss as usize, c.ds as usize);
@@ -113,9 +116,10 @@ pub(crate) unsafe fn tile_f32(j: Axis, i: Axis, c: Axis, dst: *mut u32, src: *co
     // 8 groups of eight destination columns (NCHW -> NHWC with C = 24,
     // 40, 56, or 32 of more channels): each eight columns' rows written
     // whole from the registers (see `groups.rs`), partial lines included.
-    if stream && c.n == 1 && super::groups::takes(j.n, i.n, di, sj, dst, per_set) {
+    if stream && c.n == 1 && super::groups::takes(j.n, i.n, di, sj, dst, crowding.l2) {
+        let into_l2 = tuning.groups_hint_into_l2(j.n, crowding.l1);
         // SAFETY: forwarded; AVX present and the stores aligned (takes).
-        unsafe { super::groups::groups_f32(j, i, dst, src, sj, crate::ops::strided::tuning::groups_ahead_elements()) };
+        unsafe { super::groups::groups_f32(j, i, dst, src, sj, into_l2, crate::ops::strided::tuning::groups_ahead_elements()) };
         return;
     }
     if avx && packs(j.n, i.n, sj) && need <= scratch.capacity() {
