@@ -68,21 +68,30 @@ pub(super) unsafe fn groups_f32(j: Axis, i: Axis, dst: *mut u32, src: *const u32
     // the hints go is a constant of each kernel, not a branch in its
     // loop.
     unsafe {
-        match (j.n / 8, into_l2) {
-            (2, false) => groups::<2, false>(i.n, dst, di, src, sj, l2_ahead),
-            (3, false) => groups::<3, false>(i.n, dst, di, src, sj, l2_ahead),
-            (4, false) => groups::<4, false>(i.n, dst, di, src, sj, l2_ahead),
-            (5, false) => groups::<5, false>(i.n, dst, di, src, sj, l2_ahead),
-            (6, false) => groups::<6, false>(i.n, dst, di, src, sj, l2_ahead),
-            (7, false) => groups::<7, false>(i.n, dst, di, src, sj, l2_ahead),
-            (_, false) => groups::<8, false>(i.n, dst, di, src, sj, l2_ahead),
-            (2, true) => groups::<2, true>(i.n, dst, di, src, sj, l2_ahead),
-            (3, true) => groups::<3, true>(i.n, dst, di, src, sj, l2_ahead),
-            (4, true) => groups::<4, true>(i.n, dst, di, src, sj, l2_ahead),
-            (5, true) => groups::<5, true>(i.n, dst, di, src, sj, l2_ahead),
-            (6, true) => groups::<6, true>(i.n, dst, di, src, sj, l2_ahead),
-            (7, true) => groups::<7, true>(i.n, dst, di, src, sj, l2_ahead),
-            (_, true) => groups::<8, true>(i.n, dst, di, src, sj, l2_ahead),
+        match j.n / 8 {
+            2 => hinted::<2>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+            3 => hinted::<3>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+            4 => hinted::<4>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+            5 => hinted::<5>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+            6 => hinted::<6>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+            7 => hinted::<7>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+            _ => hinted::<8>(i.n, dst, di, src, sj, into_l2, l2_ahead),
+        }
+    }
+}
+
+/// [`groups`] of `G` groups with the hints `into_l2` asks for.
+///
+/// # Safety
+/// As [`groups`].
+#[inline(always)]
+unsafe fn hinted<const G: usize>(n: usize, dst: *mut u32, di: usize, src: *const u32, sj: usize, into_l2: bool, l2_ahead: usize) {
+    // SAFETY: forwarded.
+    unsafe {
+        if into_l2 {
+            groups::<G, true>(n, dst, di, src, sj, l2_ahead)
+        } else {
+            groups::<G, false>(n, dst, di, src, sj, l2_ahead)
         }
     }
 }
