@@ -819,6 +819,23 @@ fn grouped_tiles_of_random_shapes_match_indexing() {
     assert!(into_l2.load(Ordering::Relaxed) >= 5, "only {} grouped cases hinted into L2", into_l2.load(Ordering::Relaxed));
 }
 
+/// `count` (one of `nest`'s set counts, for ways of `way` bytes) against
+/// the sets worked out one row at a time and compared with every other
+/// row's, over 500 cases (seed `seed`) of up to 80 rows: random strides
+/// from a page to 64 MiB, and powers of two from 2^`min_pow` to 2^25.
+fn set_count_matches_one_by_one(count: fn(usize, usize) -> usize, way: usize, min_pow: u32, seed: u64) {
+    use proptest::prelude::*;
+    let slow = |rows: usize, stride: usize| {
+        let sets: Vec<usize> = (0..rows).map(|k| (k * stride) % way / 64).collect();
+        sets.iter().map(|s| sets.iter().filter(|t| *t == s).count()).max().unwrap_or(0)
+    };
+    let config = ProptestConfig { cases: 500, rng_seed: proptest::test_runner::RngSeed::Fixed(seed), ..ProptestConfig::default() };
+    proptest!(config, |(rows in 0usize..80, stride in 4096usize..(64 << 20), pow in min_pow..26, pick: bool)| {
+        let stride = if pick { 1 << pow } else { stride };
+        prop_assert_eq!(count(rows, stride), slow(rows, stride));
+    });
+}
+
 /// `nest::rows_per_set` against the sets counted one row at a time, on
 /// the strides that matter (powers of two, the channel planes of the
 /// bench's shapes) and random ones, and the planner's tiles of 16 far
@@ -826,11 +843,6 @@ fn grouped_tiles_of_random_shapes_match_indexing() {
 #[test]
 fn rows_sharing_an_l2_set_are_counted() {
     use super::nest::rows_per_set;
-    use proptest::prelude::*;
-    let slow = |rows: usize, stride: usize| {
-        let sets: Vec<usize> = (0..rows).map(|k| (k * stride) % (128 << 10) / 64).collect();
-        sets.iter().map(|s| sets.iter().filter(|t| *t == s).count()).max().unwrap_or(0)
-    };
     // NCHW -> NHWC of [16, 24, 512, 1365] and [16, 40, 512, 819] f32:
     // planes 2.7 and 1.6 MiB apart, each row in a set of its own.
     assert_eq!(rows_per_set(24, 512 * 1365 * 4), 1);
@@ -844,11 +856,7 @@ fn rows_sharing_an_l2_set_are_counted() {
     assert_eq!(rows_per_set(0, 4096), 0);
     // A stride 4 bytes past a way: 16 rows to a line's set.
     assert_eq!(rows_per_set(32, (128 << 10) + 4), 16);
-    let config = ProptestConfig { cases: 500, rng_seed: proptest::test_runner::RngSeed::Fixed(77), ..ProptestConfig::default() };
-    proptest!(config, |(rows in 0usize..80, stride in 4096usize..(64 << 20), pow in 12u32..26, pick: bool)| {
-        let stride = if pick { 1 << pow } else { stride };
-        prop_assert_eq!(rows_per_set(rows, stride), slow(rows, stride));
-    });
+    set_count_matches_one_by_one(rows_per_set, 128 << 10, 12, 77);
     // The planner: 64 channels of 512 x 512 f32 in tiles of 16; of 512 x
     // 500 (no crowding) in tiles of 32; 24 channels whole either way.
     let square_rows = |c: usize, hw: usize| tile_rows(&nchw_to_nhwc_axes(c, hw), 4, Tuning::Square);
@@ -862,15 +870,10 @@ fn rows_sharing_an_l2_set_are_counted() {
 /// (on the bench's channel planes, powers of two and random strides),
 /// and which grouped tiles hint their rows into L2 only, by tuning
 /// (`Tuning::groups_hint_into_l2`): on Zen 5 (LongReads) tiles of 24 or
-/// more rows of which 12 or more share an L1 set; no other tuning.
+/// more rows of which more than 12 share an L1 set; no other tuning.
 #[test]
 fn rows_crowding_an_l1_set_are_hinted_into_l2_on_zen_5() {
     use super::nest::rows_per_l1_set;
-    use proptest::prelude::*;
-    let slow = |rows: usize, stride: usize| {
-        let sets: Vec<usize> = (0..rows).map(|k| (k * stride) % 4096 / 64).collect();
-        sets.iter().map(|s| sets.iter().filter(|t| *t == s).count()).max().unwrap_or(0)
-    };
     // NCHW -> NHWC planes of 512 rows of odd width, an odd multiple of 2
     // KiB apart: half the channels in each of two sets.
     assert_eq!(rows_per_l1_set(24, 512 * 1365 * 4), 12);
@@ -882,11 +885,7 @@ fn rows_crowding_an_l1_set_are_hinted_into_l2_on_zen_5() {
     assert_eq!(rows_per_l1_set(40, 511 * 819 * 4), 4);
     assert!(rows_per_l1_set(24, 500 * 1400 * 4) < 12);
     assert_eq!(rows_per_l1_set(0, 4096), 0);
-    let config = ProptestConfig { cases: 500, rng_seed: proptest::test_runner::RngSeed::Fixed(90), ..ProptestConfig::default() };
-    proptest!(config, |(rows in 0usize..80, stride in 4096usize..(64 << 20), pow in 11u32..26, pick: bool)| {
-        let stride = if pick { 1 << pow } else { stride };
-        prop_assert_eq!(rows_per_l1_set(rows, stride), slow(rows, stride));
-    });
+    set_count_matches_one_by_one(rows_per_l1_set, 4 << 10, 11, 90);
     // (channels, plane) -> whether LongReads hints into L2; every other
     // tuning never does.
     let cases = [((24, 512 * 1365), false), ((40, 512 * 819), true), ((56, 512 * 585), true), ((48, 512 * 682), true),
